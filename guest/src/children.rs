@@ -1,0 +1,140 @@
+//! The owned kinds, in reconcile order, and the one dispatch from a kind to
+//! its guard and builder. Both WIT interfaces go through here.
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::core::v1::{Secret, Service};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use crate::api::Memcached;
+use crate::builders;
+use crate::error::Error;
+use crate::guards;
+use crate::parse::from_json;
+
+/// An API kind with what a host needs to reach it without discovery.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KindInfo {
+    pub group: &'static str,
+    pub version: &'static str,
+    pub kind: &'static str,
+    pub plural: &'static str,
+    pub namespaced: bool,
+}
+
+impl KindInfo {
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() { self.version.to_owned() } else { format!("{}/{}", self.group, self.version) }
+    }
+}
+
+pub const MEMCACHED: KindInfo =
+    KindInfo { group: "memcached.c5c3.io", version: "v1alpha1", kind: "Memcached", plural: "memcacheds", namespaced: true };
+pub const SECRET: KindInfo = KindInfo { group: "", version: "v1", kind: "Secret", plural: "secrets", namespaced: true };
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChildKind {
+    Deployment,
+    Service,
+    PodDisruptionBudget,
+    HorizontalPodAutoscaler,
+    ServiceMonitor,
+    NetworkPolicy,
+}
+
+impl ChildKind {
+    /// Reconcile order: the Deployment first, the Service (with the metrics
+    /// port) before the ServiceMonitor that scrapes it.
+    pub const ALL: [ChildKind; 6] = [
+        ChildKind::Deployment,
+        ChildKind::Service,
+        ChildKind::PodDisruptionBudget,
+        ChildKind::HorizontalPodAutoscaler,
+        ChildKind::ServiceMonitor,
+        ChildKind::NetworkPolicy,
+    ];
+
+    pub fn info(self) -> KindInfo {
+        let (group, version, kind, plural) = match self {
+            ChildKind::Deployment => ("apps", "v1", "Deployment", "deployments"),
+            ChildKind::Service => ("", "v1", "Service", "services"),
+            ChildKind::PodDisruptionBudget => ("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets"),
+            ChildKind::HorizontalPodAutoscaler => {
+                ("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers")
+            }
+            ChildKind::ServiceMonitor => ("monitoring.coreos.com", "v1", "ServiceMonitor", "servicemonitors"),
+            ChildKind::NetworkPolicy => ("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies"),
+        };
+        KindInfo { group, version, kind, plural, namespaced: true }
+    }
+
+    pub fn from_kind(kind: &str) -> Result<ChildKind, Error> {
+        ChildKind::ALL
+            .into_iter()
+            .find(|k| k.info().kind == kind)
+            .ok_or_else(|| Error::Unsupported(format!("{kind} is not a kind this module owns")))
+    }
+
+    /// The skip guard: whether this kind must exist for the CR.
+    pub fn wanted(self, memcached: &Memcached) -> bool {
+        match self {
+            ChildKind::Deployment | ChildKind::Service => true,
+            ChildKind::PodDisruptionBudget => guards::pdb_enabled(memcached),
+            ChildKind::HorizontalPodAutoscaler => guards::hpa_enabled(memcached),
+            ChildKind::ServiceMonitor => guards::service_monitor_enabled(memcached),
+            ChildKind::NetworkPolicy => guards::network_policy_enabled(memcached),
+        }
+    }
+
+    /// Runs the builder on `current` (JSON as the server returned it) or on
+    /// a new object, and answers the result as a JSON object.
+    pub fn build(self, memcached: &Memcached, current: Option<&str>, secrets: &[Secret]) -> Result<Map<String, Value>, Error> {
+        let kind = self.info().kind;
+        match self {
+            ChildKind::Deployment => {
+                typed(kind, current, |d: &mut Deployment| builders::construct_deployment(memcached, d, secrets))
+            }
+            ChildKind::Service => typed(kind, current, |s: &mut Service| builders::construct_service(memcached, s)),
+            ChildKind::PodDisruptionBudget => {
+                typed(kind, current, |p: &mut PodDisruptionBudget| builders::construct_pdb(memcached, p))
+            }
+            ChildKind::HorizontalPodAutoscaler => {
+                typed(kind, current, |h: &mut HorizontalPodAutoscaler| builders::construct_hpa(memcached, h))
+            }
+            ChildKind::NetworkPolicy => {
+                typed(kind, current, |n: &mut NetworkPolicy| builders::construct_network_policy(memcached, n))
+            }
+            ChildKind::ServiceMonitor => {
+                let mut monitor: Map<String, Value> = match current {
+                    Some(text) => from_json(kind, text)?,
+                    None => Map::new(),
+                };
+                builders::construct_service_monitor(memcached, &mut monitor);
+                Ok(monitor)
+            }
+        }
+    }
+}
+
+/// Parses the current object as `T` (or starts from its default), builds,
+/// and returns the JSON object.
+fn typed<T: DeserializeOwned + Serialize + Default>(
+    kind: &str,
+    current: Option<&str>,
+    build: impl FnOnce(&mut T),
+) -> Result<Map<String, Value>, Error> {
+    let mut object: T = match current {
+        Some(text) => from_json(kind, text)?,
+        None => T::default(),
+    };
+    build(&mut object);
+    match serde_json::to_value(&object) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => Err(Error::Unsupported(format!("{kind} did not serialize to an object"))),
+        Err(err) => Err(Error::Unsupported(format!("serializing {kind}: {err}"))),
+    }
+}

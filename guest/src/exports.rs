@@ -1,0 +1,216 @@
+//! The WIT exports as plain Rust functions over JSON text. The component
+//! glue (`component.rs`) only converts types, so the native build and the
+//! component give byte-identical answers, which the golden tests check.
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use serde_json::Value;
+
+use crate::api::{defaults, validation, Memcached};
+use crate::builders;
+use crate::children::{ChildKind, KindInfo, MEMCACHED, SECRET};
+use crate::error::{Error, FieldError};
+use crate::guards;
+use crate::owner::set_controller_reference;
+use crate::parse::{from_json, to_json};
+use crate::status::{compute_status, Observed, Problem};
+use crate::yaml;
+
+/// Parses a `Memcached` object, checking apiVersion and kind when given.
+pub fn parse_memcached(text: &str) -> Result<Memcached, Error> {
+    #[derive(serde::Deserialize)]
+    struct TypeMeta {
+        #[serde(rename = "apiVersion")]
+        api_version: Option<String>,
+        kind: Option<String>,
+    }
+    let memcached: Memcached = from_json("Memcached", text)?;
+    // A second, shallow pass reads only the two type fields.
+    let type_meta: TypeMeta = from_json("Memcached", text)?;
+    if let Some(kind) = type_meta.kind.filter(|k| k != MEMCACHED.kind) {
+        return Err(Error::malformed("kind", format!("must be Memcached, got {kind:?}")));
+    }
+    if let Some(api_version) = type_meta.api_version.filter(|v| *v != MEMCACHED.api_version()) {
+        return Err(Error::malformed(
+            "apiVersion",
+            format!("must be {}, got {api_version:?}", MEMCACHED.api_version()),
+        ));
+    }
+    Ok(memcached)
+}
+
+/// Parses and validates: the CR the builders may trust.
+fn parse_valid(text: &str) -> Result<Memcached, Error> {
+    let memcached = parse_memcached(text)?;
+    let problems = validation::validate(&memcached);
+    if problems.is_empty() { Ok(memcached) } else { Err(Error::Invalid(problems)) }
+}
+
+fn parse_secrets(texts: &[String]) -> Result<Vec<Secret>, Error> {
+    texts.iter().map(|text| from_json("Secret", text)).collect()
+}
+
+pub fn labels_for_memcached(name: &str) -> Vec<(String, String)> {
+    builders::labels::labels_for_memcached(name).into_iter().collect()
+}
+
+pub fn service_monitor_enabled(memcached: &str) -> Result<bool, Error> {
+    parse_memcached(memcached).map(|m| guards::service_monitor_enabled(&m))
+}
+
+pub fn network_policy_enabled(memcached: &str) -> Result<bool, Error> {
+    parse_memcached(memcached).map(|m| guards::network_policy_enabled(&m))
+}
+
+pub fn pdb_enabled(memcached: &str) -> Result<bool, Error> {
+    parse_memcached(memcached).map(|m| guards::pdb_enabled(&m))
+}
+
+pub fn hpa_enabled(memcached: &str) -> Result<bool, Error> {
+    parse_memcached(memcached).map(|m| guards::hpa_enabled(&m))
+}
+
+/// One typed builder, without owner references (as the seeds' `construct*`).
+pub fn construct(kind: ChildKind, memcached: &str, current: Option<&str>, secrets: &[String]) -> Result<String, Error> {
+    let memcached = parse_memcached(memcached)?;
+    let secrets = parse_secrets(secrets)?;
+    to_json(&kind.build(&memcached, current, &secrets)?)
+}
+
+pub fn compute_status_json(
+    memcached: &str,
+    deployment: Option<&str>,
+    secrets: &[String],
+    now: &str,
+) -> Result<String, Error> {
+    let memcached = parse_memcached(memcached)?;
+    let deployment: Option<Deployment> = deployment.map(|d| from_json("Deployment", d)).transpose()?;
+    let secrets = parse_secrets(secrets)?;
+    status_json(&memcached, deployment.as_ref(), &secrets, now, None)
+}
+
+fn status_json(
+    memcached: &Memcached,
+    deployment: Option<&Deployment>,
+    secrets: &[Secret],
+    now: &str,
+    failure: Option<&str>,
+) -> Result<String, Error> {
+    let now: Time = serde_json::from_value(Value::String(now.to_owned()))
+        .map_err(|err| Error::malformed("now", format!("must be an RFC 3339 time: {err}")))?;
+    let invalid = validation::validate(memcached);
+    let problem = if !invalid.is_empty() {
+        Some(Problem::InvalidSpec(invalid.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")))
+    } else {
+        failure.map(|f| Problem::ReconcileFailed(f.to_owned()))
+    };
+    let missing_secrets = memcached
+        .spec
+        .referenced_secret_names()
+        .into_iter()
+        .filter(|name| !secrets.iter().any(|s| s.metadata.name.as_deref() == Some(name)))
+        .collect();
+    let observed = Observed { deployment, missing_secrets, problem, now };
+    to_json(&compute_status(memcached, &observed))
+}
+
+pub fn validate(memcached: &str) -> Result<Vec<FieldError>, Error> {
+    parse_memcached(memcached).map(|m| validation::validate(&m))
+}
+
+pub fn default(memcached: &str) -> Result<String, Error> {
+    let mut memcached = parse_memcached(memcached)?;
+    defaults::apply(&mut memcached);
+    to_json(&memcached)
+}
+
+/// Every object the operator would own, with owner references, in
+/// reconcile order. A CR without a namespace renders into `default`.
+pub fn render(memcached: &str) -> Result<Vec<String>, Error> {
+    let mut memcached = parse_valid(memcached)?;
+    memcached.metadata.namespace.get_or_insert_with(|| "default".into());
+    ChildKind::ALL
+        .into_iter()
+        .filter(|kind| kind.wanted(&memcached))
+        .map(|kind| {
+            let mut object = kind.build(&memcached, None, &[])?;
+            set_controller_reference(&mut object, &memcached)?;
+            to_json(&object)
+        })
+        .collect()
+}
+
+pub fn to_yaml(objects: &str) -> Result<String, Error> {
+    let value: Value = from_json("objects", objects)?;
+    Ok(match value {
+        Value::Array(items) => yaml::documents(&items),
+        single => yaml::document(&single),
+    })
+}
+
+// ---- the generic controller contract ----
+
+pub struct Manifest {
+    pub parent: KindInfo,
+    pub owned: Vec<KindInfo>,
+    pub reads: Vec<KindInfo>,
+}
+
+pub fn manifest() -> Manifest {
+    Manifest {
+        parent: MEMCACHED,
+        owned: ChildKind::ALL.iter().map(|k| k.info()).collect(),
+        reads: vec![SECRET],
+    }
+}
+
+/// A related object the parent references, in the parent's namespace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObjectRef {
+    pub info: KindInfo,
+    pub name: String,
+}
+
+pub fn references(parent: &str) -> Result<Vec<ObjectRef>, Error> {
+    let memcached = parse_memcached(parent)?;
+    Ok(memcached
+        .spec
+        .referenced_secret_names()
+        .into_iter()
+        .map(|name| ObjectRef { info: SECRET, name: name.to_owned() })
+        .collect())
+}
+
+/// The desired child of `kind`, with the controller owner reference; none
+/// when it must not exist. An invalid parent is an error, so a host never
+/// deletes anything on bad input.
+pub fn desired(kind: &str, parent: &str, current: Option<&str>, related: &[String]) -> Result<Option<String>, Error> {
+    let kind = ChildKind::from_kind(kind)?;
+    let memcached = parse_valid(parent)?;
+    if !kind.wanted(&memcached) {
+        return Ok(None);
+    }
+    let secrets = parse_secrets(related)?;
+    let mut object = kind.build(&memcached, current, &secrets)?;
+    set_controller_reference(&mut object, &memcached)?;
+    to_json(&object).map(Some)
+}
+
+/// The parent's new status from the current owned objects and the related
+/// objects that exist. Answers for an invalid parent too (reporting it).
+pub fn status(parent: &str, owned: &[String], related: &[String], now: &str, problem: Option<&str>) -> Result<String, Error> {
+    let memcached = parse_memcached(parent)?;
+    let name = memcached.metadata.name.as_deref();
+    let mut deployment = None;
+    for text in owned {
+        let object: Value = from_json("owned object", text)?;
+        let is_our_deployment = object.get("kind").and_then(Value::as_str) == Some("Deployment")
+            && object.pointer("/metadata/name").and_then(Value::as_str) == name;
+        if is_our_deployment {
+            deployment = Some(from_json::<Deployment>("Deployment", text)?);
+        }
+    }
+    let secrets = parse_secrets(related)?;
+    status_json(&memcached, deployment.as_ref(), &secrets, now, problem)
+}

@@ -1,0 +1,22 @@
+//! The Memcached operator's reconcile logic: API types, defaults,
+//! validation, one builder per owned object, skip guards and status. Pure
+//! functions only; compiled natively into the host and, unchanged, into a
+//! WebAssembly component with zero imports.
+
+pub mod api;
+pub mod builders;
+pub mod children;
+pub mod error;
+pub mod exports;
+pub mod guards;
+pub mod owner;
+pub mod parse;
+pub mod quantity;
+pub mod status;
+pub mod yaml;
+
+#[cfg(target_arch = "wasm32")]
+mod component;
+
+pub use api::{Memcached, MemcachedSpec, MemcachedStatus};
+pub use error::{Error, FieldError};

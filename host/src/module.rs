@@ -1,0 +1,299 @@
+//! The logic module in wasmtime: one `Engine`, one pre-linked `InstancePre`,
+//! and a fresh `Store` and instance for every call, from the pooling
+//! allocator. The guest imports nothing, so the linker is empty: the module
+//! can reach no file, socket, clock or random source.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use memcached_logic::{Error as LogicError, FieldError};
+use wasmtime::component::{Component, Linker};
+use wasmtime::{
+    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, StoreLimits,
+    StoreLimitsBuilder,
+};
+
+mod bindings {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "memcached-logic",
+    });
+}
+
+use bindings::exports::c5c3::memcached::controller;
+use bindings::exports::c5c3::memcached::errors as wit;
+pub use bindings::exports::c5c3::memcached::controller::{KindInfo, ModuleManifest, ObjectRef};
+
+/// The component `make build` produced, baked into the binary.
+pub static BUILTIN_COMPONENT: &[u8] = include_bytes!(env!("MEMCACHED_WASM_PATH"));
+
+/// Most memory one call may use. Inputs are capped at 3 MiB by the guest;
+/// this leaves room for parsing and building, and stops a runaway guest.
+const MEMORY_LIMIT_BYTES: usize = 256 << 20;
+/// Concurrent instances the pool holds.
+const POOL_INSTANCES: u32 = 64;
+/// The epoch ticks every TICK; a call may run for DEADLINE_TICKS of them.
+const TICK: Duration = Duration::from_millis(10);
+const DEADLINE_TICKS: u64 = 500;
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("reading the logic module {path}: {source}")]
+    Read { path: String, source: std::io::Error },
+    #[error("setting up wasmtime: {0:#}")]
+    Engine(wasmtime::Error),
+    #[error("compiling the logic module: {0:#}")]
+    Compile(wasmtime::Error),
+    #[error("the logic module does not fit the memcached-logic world (its imports or exports differ): {0:#}")]
+    Link(wasmtime::Error),
+}
+
+/// A failed call: the module's own answer, or the module itself failing.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    #[error(transparent)]
+    Logic(#[from] LogicError),
+    #[error("the logic module failed (trap, limit or timeout): {0:#}")]
+    Module(wasmtime::Error),
+}
+
+pub type CallResult<T> = Result<T, CallError>;
+
+struct CallState {
+    limits: StoreLimits,
+}
+
+/// A loaded logic module, ready to instantiate. Cheap to share behind an `Arc`.
+pub struct LogicModule {
+    engine: Engine,
+    pre: bindings::MemcachedLogicPre<CallState>,
+    ticker_stop: Arc<AtomicBool>,
+}
+
+impl Drop for LogicModule {
+    fn drop(&mut self) {
+        self.ticker_stop.store(true, Ordering::Relaxed);
+    }
+}
+
+impl LogicModule {
+    /// The module built into this binary.
+    pub fn builtin() -> Result<Self, LoadError> {
+        Self::from_bytes(BUILTIN_COMPONENT)
+    }
+
+    pub fn from_file(path: &Path) -> Result<Self, LoadError> {
+        let bytes = std::fs::read(path)
+            .map_err(|source| LoadError::Read { path: path.display().to_string(), source })?;
+        Self::from_bytes(&bytes)
+    }
+
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, LoadError> {
+        let engine = Engine::new(&engine_config()).map_err(LoadError::Engine)?;
+        let component = Component::new(&engine, bytes).map_err(LoadError::Compile)?;
+        let linker: Linker<CallState> = Linker::new(&engine);
+        let instance_pre = linker.instantiate_pre(&component).map_err(LoadError::Link)?;
+        let pre = bindings::MemcachedLogicPre::new(instance_pre).map_err(LoadError::Link)?;
+        let ticker_stop = Arc::new(AtomicBool::new(false));
+        spawn_epoch_ticker(&engine, ticker_stop.clone());
+        Ok(Self { engine, pre, ticker_stop })
+    }
+
+    /// A fresh instance in its own store. Use one per call (or per
+    /// reconcile): a trap poisons only this instance.
+    pub fn instance(&self) -> CallResult<Instance> {
+        let limits = StoreLimitsBuilder::new().memory_size(MEMORY_LIMIT_BYTES).instances(4).build();
+        let mut store = Store::new(&self.engine, CallState { limits });
+        store.limiter(|state| &mut state.limits);
+        store.set_epoch_deadline(DEADLINE_TICKS);
+        store.epoch_deadline_trap();
+        let bindings = self.pre.instantiate(&mut store).map_err(CallError::Module)?;
+        Ok(Instance { store, bindings })
+    }
+}
+
+fn engine_config() -> Config {
+    let mut config = Config::new();
+    config.epoch_interruption(true);
+    let mut pool = PoolingAllocationConfig::default();
+    pool.total_component_instances(POOL_INSTANCES)
+        .total_core_instances(POOL_INSTANCES)
+        .total_memories(POOL_INSTANCES)
+        .total_tables(POOL_INSTANCES)
+        .max_memory_size(MEMORY_LIMIT_BYTES);
+    config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    // Compiled code is cached on disk when a cache directory is writable
+    // (it is not under a read-only root filesystem; then we compile).
+    if let Ok(cache) = wasmtime::Cache::new(wasmtime::CacheConfig::new()) {
+        config.cache(Some(cache));
+    }
+    config
+}
+
+/// Advances the engine's epoch so a guest stuck in a loop traps at its
+/// deadline instead of hanging the operator.
+fn spawn_epoch_ticker(engine: &Engine, stop: Arc<AtomicBool>) {
+    let engine = engine.weak();
+    let spawned = std::thread::Builder::new().name("wasm-epoch".into()).spawn(move || {
+        while !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(TICK);
+            match engine.upgrade() {
+                Some(engine) => engine.increment_epoch(),
+                None => break,
+            }
+        }
+    });
+    // Without the thread, calls merely lose their timeout.
+    drop(spawned);
+}
+
+/// One instance of the module. Every method is one call into the guest.
+pub struct Instance {
+    store: Store<CallState>,
+    bindings: bindings::MemcachedLogic,
+}
+
+fn field_errors(list: Vec<wit::FieldError>) -> Vec<FieldError> {
+    list.into_iter().map(|e| FieldError { path: e.path, message: e.message }).collect()
+}
+
+impl From<wit::Error> for LogicError {
+    fn from(error: wit::Error) -> Self {
+        match error {
+            wit::Error::Malformed(list) => LogicError::Malformed(field_errors(list)),
+            wit::Error::Invalid(list) => LogicError::Invalid(field_errors(list)),
+            wit::Error::Unsupported(message) => LogicError::Unsupported(message),
+        }
+    }
+}
+
+/// Flattens wasmtime's outer error (trap) and the guest's answer.
+fn answer<T>(result: wasmtime::Result<Result<T, wit::Error>>) -> CallResult<T> {
+    match result {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(error)) => Err(CallError::Logic(error.into())),
+        Err(trap) => Err(CallError::Module(trap)),
+    }
+}
+
+impl Instance {
+    fn memcached(&self) -> &bindings::exports::c5c3::memcached::memcached::Guest {
+        self.bindings.c5c3_memcached_memcached()
+    }
+
+    fn controller(&self) -> &controller::Guest {
+        self.bindings.c5c3_memcached_controller()
+    }
+
+    pub fn render(&mut self, memcached: &str) -> CallResult<Vec<String>> {
+        let result = self.bindings.c5c3_memcached_memcached().call_render(&mut self.store, memcached);
+        answer(result)
+    }
+
+    pub fn to_yaml(&mut self, objects: &str) -> CallResult<String> {
+        let result = self.bindings.c5c3_memcached_memcached().call_to_yaml(&mut self.store, objects);
+        answer(result)
+    }
+
+    pub fn validate(&mut self, memcached: &str) -> CallResult<Vec<FieldError>> {
+        let result = self.bindings.c5c3_memcached_memcached().call_validate(&mut self.store, memcached);
+        answer(result).map(field_errors)
+    }
+
+    pub fn default(&mut self, memcached: &str) -> CallResult<String> {
+        let result = self.bindings.c5c3_memcached_memcached().call_default(&mut self.store, memcached);
+        answer(result)
+    }
+
+    pub fn labels_for_memcached(&mut self, name: &str) -> CallResult<Vec<(String, String)>> {
+        let guest = self.memcached().clone();
+        guest.call_labels_for_memcached(&mut self.store, name).map_err(CallError::Module)
+    }
+
+    /// A skip guard by its WIT name (`pdb-enabled`, ...).
+    pub fn guard(&mut self, guard: Guard, memcached: &str) -> CallResult<bool> {
+        let guest = self.memcached().clone();
+        let store = &mut self.store;
+        answer(match guard {
+            Guard::ServiceMonitor => guest.call_service_monitor_enabled(store, memcached),
+            Guard::NetworkPolicy => guest.call_network_policy_enabled(store, memcached),
+            Guard::Pdb => guest.call_pdb_enabled(store, memcached),
+            Guard::Hpa => guest.call_hpa_enabled(store, memcached),
+        })
+    }
+
+    /// A typed builder, by the kind it builds.
+    pub fn construct(
+        &mut self,
+        kind: &str,
+        memcached: &str,
+        current: Option<&str>,
+        secrets: &[String],
+    ) -> CallResult<String> {
+        let guest = self.memcached().clone();
+        let store = &mut self.store;
+        answer(match kind {
+            "Deployment" => guest.call_construct_deployment(store, memcached, current, secrets),
+            "Service" => guest.call_construct_service(store, memcached, current),
+            "PodDisruptionBudget" => guest.call_construct_pdb(store, memcached, current),
+            "HorizontalPodAutoscaler" => guest.call_construct_hpa(store, memcached, current),
+            "ServiceMonitor" => guest.call_construct_service_monitor(store, memcached, current),
+            "NetworkPolicy" => guest.call_construct_network_policy(store, memcached, current),
+            other => return Err(LogicError::Unsupported(format!("no typed builder for {other}")).into()),
+        })
+    }
+
+    pub fn compute_status(
+        &mut self,
+        memcached: &str,
+        deployment: Option<&str>,
+        secrets: &[String],
+        now: &str,
+    ) -> CallResult<String> {
+        let guest = self.memcached().clone();
+        answer(guest.call_compute_status(&mut self.store, memcached, deployment, secrets, now))
+    }
+
+    pub fn manifest(&mut self) -> CallResult<ModuleManifest> {
+        let guest = self.controller().clone();
+        guest.call_manifest(&mut self.store).map_err(CallError::Module)
+    }
+
+    pub fn references(&mut self, parent: &str) -> CallResult<Vec<ObjectRef>> {
+        let guest = self.controller().clone();
+        answer(guest.call_references(&mut self.store, parent))
+    }
+
+    pub fn desired(
+        &mut self,
+        kind: &str,
+        parent: &str,
+        current: Option<&str>,
+        related: &[String],
+    ) -> CallResult<Option<String>> {
+        let guest = self.controller().clone();
+        answer(guest.call_desired(&mut self.store, kind, parent, current, related))
+    }
+
+    pub fn status(
+        &mut self,
+        parent: &str,
+        owned: &[String],
+        related: &[String],
+        now: &str,
+        problem: Option<&str>,
+    ) -> CallResult<String> {
+        let guest = self.controller().clone();
+        answer(guest.call_status(&mut self.store, parent, owned, related, now, problem))
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Guard {
+    ServiceMonitor,
+    NetworkPolicy,
+    Pdb,
+    Hpa,
+}
