@@ -13,19 +13,31 @@ use crate::children::{ChildKind, KindInfo, MEMCACHED, SECRET};
 use crate::error::{Error, FieldError};
 use crate::guards;
 use crate::owner::set_controller_reference;
-use crate::parse::{from_json, to_json};
+use crate::parse::{from_json, from_json_with_unknown, to_json};
 use crate::status::{compute_status, Observed, Problem};
 use crate::yaml;
 
 /// Parses a `Memcached` object, checking apiVersion and kind when given.
+/// Fields the API does not know are skipped, as the API server prunes them.
 pub fn parse_memcached(text: &str) -> Result<Memcached, Error> {
+    parse_memcached_noting_unknown(text).map(|(memcached, _)| memcached)
+}
+
+/// As `parse_memcached`, and names the spec fields the API does not know
+/// (a misspelt `spec.replica`), which off-cluster answers report as errors.
+fn parse_memcached_noting_unknown(text: &str) -> Result<(Memcached, Vec<FieldError>), Error> {
     #[derive(serde::Deserialize)]
     struct TypeMeta {
         #[serde(rename = "apiVersion")]
         api_version: Option<String>,
         kind: Option<String>,
     }
-    let memcached: Memcached = from_json("Memcached", text)?;
+    let (memcached, unknown): (Memcached, _) = from_json_with_unknown("Memcached", text)?;
+    let unknown = unknown
+        .into_iter()
+        .filter(|path| path.starts_with("spec."))
+        .map(|path| FieldError::new(path, "unknown field"))
+        .collect();
     // A second, shallow pass reads only the two type fields.
     let type_meta: TypeMeta = from_json("Memcached", text)?;
     if let Some(kind) = type_meta.kind.filter(|k| k != MEMCACHED.kind) {
@@ -37,7 +49,7 @@ pub fn parse_memcached(text: &str) -> Result<Memcached, Error> {
             format!("must be {}, got {api_version:?}", MEMCACHED.api_version()),
         ));
     }
-    Ok(memcached)
+    Ok((memcached, unknown))
 }
 
 /// Parses and validates: the CR the builders may trust.
@@ -45,6 +57,14 @@ fn parse_valid(text: &str) -> Result<Memcached, Error> {
     let memcached = parse_memcached(text)?;
     let problems = validation::validate(&memcached);
     if problems.is_empty() { Ok(memcached) } else { Err(Error::Invalid(problems)) }
+}
+
+/// Every problem an off-cluster user should hear of: unknown spec fields
+/// (the API server would silently drop them) and validation rules.
+fn strict_problems(text: &str) -> Result<(Memcached, Vec<FieldError>), Error> {
+    let (memcached, mut problems) = parse_memcached_noting_unknown(text)?;
+    problems.extend(validation::validate(&memcached));
+    Ok((memcached, problems))
 }
 
 fn parse_secrets(texts: &[String]) -> Result<Vec<Secret>, Error> {
@@ -115,8 +135,9 @@ fn status_json(
     to_json(&compute_status(memcached, &observed))
 }
 
+/// Validation problems and unknown spec fields, each with its path.
 pub fn validate(memcached: &str) -> Result<Vec<FieldError>, Error> {
-    parse_memcached(memcached).map(|m| validation::validate(&m))
+    strict_problems(memcached).map(|(_, problems)| problems)
 }
 
 pub fn default(memcached: &str) -> Result<String, Error> {
@@ -128,7 +149,10 @@ pub fn default(memcached: &str) -> Result<String, Error> {
 /// Every object the operator would own, with owner references, in
 /// reconcile order. A CR without a namespace renders into `default`.
 pub fn render(memcached: &str) -> Result<Vec<String>, Error> {
-    let mut memcached = parse_valid(memcached)?;
+    let (mut memcached, problems) = strict_problems(memcached)?;
+    if !problems.is_empty() {
+        return Err(Error::Invalid(problems));
+    }
     memcached.metadata.namespace.get_or_insert_with(|| "default".into());
     ChildKind::ALL
         .into_iter()

@@ -12,6 +12,22 @@ pub const MAX_INPUT_BYTES: usize = 3 * 1024 * 1024;
 /// its field path; input nested deeper than serde_json's recursion limit (128)
 /// is rejected instead of overflowing the stack.
 pub fn from_json<T: DeserializeOwned>(what: &str, text: &str) -> Result<T, Error> {
+    from_json_noting_unknown(what, text, |_| {})
+}
+
+/// As `from_json`, and also names every field `T` does not know, such as a
+/// misspelt `spec.replica` (serde skips those silently).
+pub fn from_json_with_unknown<T: DeserializeOwned>(what: &str, text: &str) -> Result<(T, Vec<String>), Error> {
+    let mut unknown = Vec::new();
+    let value = from_json_noting_unknown(what, text, |path| unknown.push(path))?;
+    Ok((value, unknown))
+}
+
+fn from_json_noting_unknown<T: DeserializeOwned>(
+    what: &str,
+    text: &str,
+    mut note_unknown: impl FnMut(String),
+) -> Result<T, Error> {
     if text.len() > MAX_INPUT_BYTES {
         return Err(Error::malformed(
             "",
@@ -19,7 +35,9 @@ pub fn from_json<T: DeserializeOwned>(what: &str, text: &str) -> Result<T, Error
         ));
     }
     let mut deserializer = serde_json::Deserializer::from_str(text);
-    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|err| {
+    let mut on_unknown = |path: serde_ignored::Path<'_>| note_unknown(path.to_string().replace(".?", ""));
+    let noting = serde_ignored::Deserializer::new(&mut deserializer, &mut on_unknown);
+    let value = serde_path_to_error::deserialize(noting).map_err(|err| {
         let path = err.path().to_string();
         let path = if path == "." { String::new() } else { path };
         Error::malformed(path, format!("{what}: {}", err.inner()))

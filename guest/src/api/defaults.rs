@@ -215,10 +215,15 @@ fn default_cpu_metric() -> MetricSpec {
 
 /// Writes every default into the CR, for the WIT `default` function.
 /// Sections the user left out stay out (an absent section means "off"), but
-/// every section present gets its defaults. Applying twice changes nothing.
+/// every section present gets its defaults. Applying twice changes nothing,
+/// and a CR is valid after defaulting exactly when it was before.
 pub fn apply(memcached: &mut Memcached) {
     let spec = &mut memcached.spec;
-    spec.replicas = spec.effective_replicas();
+    // Under autoscaling replicas stays absent; a user's value is kept either
+    // way, so defaulting never hides a validation error.
+    if spec.replicas.is_none() && !spec.autoscaling_enabled() {
+        spec.replicas = Some(REPLICAS);
+    }
     spec.image.get_or_insert_with(|| IMAGE.into());
 
     let config = spec.memcached.get_or_insert_with(MemcachedConfig::default);
@@ -246,11 +251,9 @@ fn apply_high_availability(ha: &mut HighAvailabilitySpec, preset: Option<AntiAff
     if ha.anti_affinity_preset.is_none() {
         ha.anti_affinity_preset = preset;
     }
-    if let Some(pdb) = ha.pod_disruption_budget.as_mut().filter(|p| p.enabled) {
-        if pdb.min_available.is_none() && pdb.max_unavailable.is_none() {
-            pdb.min_available = Some(IntOrString::Int(1));
-        }
-    }
+    // The PDB's minAvailable 1 is not written here: it holds only while
+    // maxUnavailable is unset, and written out it would read as the user's
+    // own integer minAvailable, which validation compares with replicas.
     if let Some(gs) = ha.graceful_shutdown.as_mut() {
         apply_graceful_shutdown(gs);
     }

@@ -49,7 +49,7 @@ use serde::{Deserialize, Serialize};
         "reason": "FieldValueForbidden"
     },
     {
-        "rule": "!has(self.resources) || !has(self.resources.limits) || !('memory' in self.resources.limits) || quantity(string(self.resources.limits['memory'])).compareTo(quantity(string((has(self.memcached) && has(self.memcached.maxMemoryMB) ? self.memcached.maxMemoryMB : 64) + 32) + 'Mi')) >= 0",
+        "rule": "!has(self.resources) || !has(self.resources.limits) || !('memory' in self.resources.limits) || quantity(string(self.resources.limits['memory'])).asApproximateFloat() >= double((has(self.memcached) && has(self.memcached.maxMemoryMB) ? self.memcached.maxMemoryMB : 64) + 32) * 1048576.0",
         "message": "must be at least memcached.maxMemoryMB + 32 MiB",
         "fieldPath": ".resources.limits.memory"
     },
@@ -61,7 +61,7 @@ use serde::{Deserialize, Serialize};
     {
         "rule": "!has(self.autoscaling) || !self.autoscaling.enabled || !(!has(self.autoscaling.metrics) || size(self.autoscaling.metrics) == 0 || self.autoscaling.metrics.exists(m, m.type == 'Resource' && has(m.resource) && m.resource.name == 'cpu' && m.resource.target.type == 'Utilization')) || (has(self.resources) && has(self.resources.requests) && 'cpu' in self.resources.requests)",
         "message": "a CPU Utilization metric needs resources.requests.cpu",
-        "fieldPath": ".resources"
+        "fieldPath": ".resources.requests"
     }
 ]))]
 pub struct MemcachedSpec {
@@ -77,6 +77,7 @@ pub struct MemcachedSpec {
 
     /// Compute resources of the memcached container.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "bounded_resources")]
     pub resources: Option<ResourceRequirements>,
 
     /// memcached's own settings, passed as command-line flags.
@@ -102,6 +103,38 @@ pub struct MemcachedSpec {
     /// The headless Service.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service: Option<ServiceSpec>,
+}
+
+/// Kubernetes' own pattern for a resource quantity.
+const QUANTITY_PATTERN: &str =
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$";
+
+/// ResourceRequirements with bounds on every map, list and quantity: the
+/// API server estimates the cost of CEL rules from them, and refuses the
+/// memory-limit rule over unbounded strings.
+fn bounded_resources(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let mut schema = ResourceRequirements::json_schema(generator);
+    if let Some(properties) = schema.get_mut("properties").and_then(serde_json::Value::as_object_mut) {
+        for map in ["limits", "requests"] {
+            if let Some(serde_json::Value::Object(map)) = properties.get_mut(map) {
+                map.insert("maxProperties".into(), 16.into());
+                map.insert(
+                    "additionalProperties".into(),
+                    serde_json::json!({
+                        "description": "A quantity, such as 500m or 128Mi.",
+                        "x-kubernetes-int-or-string": true,
+                        "anyOf": [{"type": "integer"}, {"type": "string"}],
+                        "maxLength": 64,
+                        "pattern": QUANTITY_PATTERN,
+                    }),
+                );
+            }
+        }
+        if let Some(serde_json::Value::Object(claims)) = properties.get_mut("claims") {
+            claims.insert("maxItems".into(), 16.into());
+        }
+    }
+    schema
 }
 
 /// memcached flags.
@@ -197,7 +230,7 @@ pub struct HighAvailabilitySpec {
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [
     {
-        "rule": "!(has(self.minAvailable) && has(self.maxUnavailable))",
+        "rule": "!self.enabled || !(has(self.minAvailable) && has(self.maxUnavailable))",
         "message": "minAvailable and maxUnavailable are mutually exclusive",
         "fieldPath": ".maxUnavailable"
     }
@@ -242,6 +275,7 @@ pub struct MonitoringSpec {
     #[schemars(length(min = 1, max = 1024), extend("default" = "prom/memcached-exporter:v0.15.4"))]
     pub exporter_image: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "bounded_resources")]
     pub exporter_resources: Option<ResourceRequirements>,
     /// Present (even empty) to create a Prometheus ServiceMonitor.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -258,10 +292,10 @@ pub struct ServiceMonitorSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub additional_labels: Option<BTreeMap<String, String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(regex(pattern = DURATION_PATTERN), length(max = 32), extend("default" = "30s"))]
+    #[schemars(regex(pattern = DURATION_PATTERN), length(min = 1, max = 32), extend("default" = "30s"))]
     pub interval: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(regex(pattern = DURATION_PATTERN), length(max = 32), extend("default" = "10s"))]
+    #[schemars(regex(pattern = DURATION_PATTERN), length(min = 1, max = 32), extend("default" = "10s"))]
     pub scrape_timeout: Option<String>,
 }
 
@@ -349,7 +383,7 @@ pub struct NetworkPolicySpec {
         "reason": "FieldValueRequired"
     },
     {
-        "rule": "!has(self.minReplicas) || !has(self.maxReplicas) || self.minReplicas <= self.maxReplicas",
+        "rule": "!self.enabled || !has(self.minReplicas) || !has(self.maxReplicas) || self.minReplicas <= self.maxReplicas",
         "message": "minReplicas must not exceed maxReplicas",
         "fieldPath": ".minReplicas"
     }

@@ -128,6 +128,18 @@ fn validate_ranges(spec: &MemcachedSpec, problems: &mut Problems) {
             }
         }
     }
+    let spread = spec.high_availability.as_ref().and_then(|ha| ha.topology_spread_constraints.as_ref());
+    if spread.is_some_and(|c| c.len() > 16) {
+        problems.add("spec.highAvailability.topologySpreadConstraints", "must have at most 16 items");
+    }
+    // The schema's bounds hold whether or not autoscaling is enabled.
+    if let Some(autoscaling) = &spec.autoscaling {
+        problems.range("spec.autoscaling.minReplicas", autoscaling.min_replicas, 1, 1024);
+        problems.range("spec.autoscaling.maxReplicas", autoscaling.max_replicas, 1, 1024);
+        if autoscaling.metrics.as_ref().is_some_and(|m| m.len() > 16) {
+            problems.add("spec.autoscaling.metrics", "must have at most 16 items");
+        }
+    }
     if let Some(service) = &spec.service {
         for key in service.annotations.iter().flatten().map(|(k, _)| k) {
             if let Err(why) = check_label_key(key) {
@@ -252,8 +264,6 @@ fn validate_autoscaling(spec: &MemcachedSpec, autoscaling: &AutoscalingSpec, pro
     if spec.replicas.is_some() {
         problems.add("spec.replicas", "must be absent when autoscaling is enabled");
     }
-    problems.range("spec.autoscaling.minReplicas", autoscaling.min_replicas, 1, 1024);
-    problems.range("spec.autoscaling.maxReplicas", autoscaling.max_replicas, 1, 1024);
     match autoscaling.max_replicas {
         None => problems.add("spec.autoscaling.maxReplicas", "is required when autoscaling is enabled"),
         Some(max) if autoscaling.effective_min_replicas() > max => problems.add(

@@ -107,6 +107,9 @@ fn build_pod(pod: &mut PodSpec, name: &str, spec: &MemcachedSpec) {
         containers.push(exporter_container(take_current(EXPORTER_CONTAINER), spec));
     }
     pod.containers = containers;
+    // Never server-filled, so anything here is drift: the CR has no say in it.
+    pod.init_containers = None;
+    pod.node_selector = None;
     pod.volumes = volumes(pod.volumes.take().unwrap_or_default(), spec);
     pod.affinity = spec.anti_affinity_preset().map(|preset| anti_affinity(name, preset));
     pod.topology_spread_constraints = topology_spread_constraints(name, spec);
@@ -124,6 +127,9 @@ fn memcached_container(mut container: Container, spec: &MemcachedSpec) -> Contai
     container.name = MEMCACHED_CONTAINER.into();
     container.image = Some(spec.effective_image().into());
     container.command = None;
+    container.env = None;
+    container.env_from = None;
+    container.working_dir = None;
     container.args = Some(memcached_args(spec));
     container.ports = Some(container_ports(&ports::memcached_ports(spec)));
     container.liveness_probe = Some(tcp_probe(container.liveness_probe.take(), 10, 10));
@@ -145,6 +151,10 @@ fn exporter_container(mut container: Container, spec: &MemcachedSpec) -> Contain
     let monitoring = spec.monitoring.as_ref();
     container.name = EXPORTER_CONTAINER.into();
     container.image = Some(spec.exporter_image().into());
+    container.command = None;
+    container.args = None;
+    container.env = None;
+    container.env_from = None;
     container.ports = Some(container_ports(&[ports::METRICS]));
     container.resources =
         container_resources(monitoring.and_then(|m| m.exporter_resources.as_ref()), container.resources.take());
