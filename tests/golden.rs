@@ -97,6 +97,13 @@ fn every_exported_function_answers_identically_natively_and_in_the_component() {
             }
         }
 
+        let none = vec![None; ChildKind::ALL.len()];
+        assert_eq!(
+            wasm.desired_all(cr, &none, &secrets).expect("desired-all"),
+            exports::desired_all(cr, &none, &secrets).expect("desired-all"),
+            "{name}: desired-all"
+        );
+
         let now = "2026-11-21T10:00:10Z";
         let owned: Vec<String> = deployment.iter().cloned().collect();
         assert_eq!(
@@ -125,4 +132,20 @@ fn secrets_for(names: &[String]) -> Vec<String> {
             .to_string()
         })
         .collect()
+}
+
+/// Every sample in deploy/samples is a valid CR that renders.
+#[test]
+fn every_sample_renders() {
+    let samples = memcached_tests::tests_dir().join("../deploy/samples");
+    let mut count = 0;
+    for entry in std::fs::read_dir(&samples).expect("deploy/samples exists") {
+        let path = entry.expect("readable").path();
+        let yaml = std::fs::read_to_string(&path).expect("readable sample");
+        let cr = memcached_tests::yaml_to_json(&yaml).to_string();
+        let objects = instance().render(&cr).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert!(objects.len() >= 2, "{}: at least a Deployment and a Service", path.display());
+        count += 1;
+    }
+    assert!(count >= 8, "one sample per feature");
 }

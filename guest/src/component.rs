@@ -119,6 +119,9 @@ impl wit_controller::Guest for Component {
     fn desired(kind: String, parent: String, current: Option<String>, related: Vec<String>) -> Result<Option<String>> {
         Ok(logic::desired(&kind, &parent, current.as_deref(), &related)?)
     }
+    fn desired_all(parent: String, current: Vec<Option<String>>, related: Vec<String>) -> Result<Vec<Option<String>>> {
+        Ok(logic::desired_all(&parent, &current, &related)?)
+    }
     fn status(parent: String, owned: Vec<String>, related: Vec<String>, now: String, problem: Option<String>) -> Result<String> {
         Ok(logic::status(&parent, &owned, &related, &now, problem.as_deref())?)
     }

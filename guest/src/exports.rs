@@ -12,7 +12,7 @@ use crate::builders;
 use crate::children::{ChildKind, KindInfo, MEMCACHED, SECRET};
 use crate::error::{Error, FieldError};
 use crate::guards;
-use crate::owner::set_controller_reference;
+use crate::owner::drop_empty_uids;
 use crate::parse::{from_json, from_json_with_unknown, to_json};
 use crate::status::{compute_status, Observed, Problem};
 use crate::yaml;
@@ -20,25 +20,33 @@ use crate::yaml;
 /// Parses a `Memcached` object, checking apiVersion and kind when given.
 /// Fields the API does not know are skipped, as the API server prunes them.
 pub fn parse_memcached(text: &str) -> Result<Memcached, Error> {
-    parse_memcached_noting_unknown(text).map(|(memcached, _)| memcached)
+    let memcached = from_json("Memcached", text)?;
+    check_type_meta(text)?;
+    Ok(memcached)
 }
 
 /// As `parse_memcached`, and names the spec fields the API does not know
 /// (a misspelt `spec.replica`), which off-cluster answers report as errors.
 fn parse_memcached_noting_unknown(text: &str) -> Result<(Memcached, Vec<FieldError>), Error> {
-    #[derive(serde::Deserialize)]
-    struct TypeMeta {
-        #[serde(rename = "apiVersion")]
-        api_version: Option<String>,
-        kind: Option<String>,
-    }
     let (memcached, unknown): (Memcached, _) = from_json_with_unknown("Memcached", text)?;
     let unknown = unknown
         .into_iter()
         .filter(|path| path.starts_with("spec."))
         .map(|path| FieldError::new(path, "unknown field"))
         .collect();
-    // A second, shallow pass reads only the two type fields.
+    check_type_meta(text)?;
+    Ok((memcached, unknown))
+}
+
+/// apiVersion and kind, when given, must be Memcached's. (A second, shallow
+/// pass: it reads the two fields and skips the rest.)
+fn check_type_meta(text: &str) -> Result<(), Error> {
+    #[derive(serde::Deserialize)]
+    struct TypeMeta {
+        #[serde(rename = "apiVersion")]
+        api_version: Option<String>,
+        kind: Option<String>,
+    }
     let type_meta: TypeMeta = from_json("Memcached", text)?;
     if let Some(kind) = type_meta.kind.filter(|k| k != MEMCACHED.kind) {
         return Err(Error::malformed("kind", format!("must be Memcached, got {kind:?}")));
@@ -49,7 +57,7 @@ fn parse_memcached_noting_unknown(text: &str) -> Result<(Memcached, Vec<FieldErr
             format!("must be {}, got {api_version:?}", MEMCACHED.api_version()),
         ));
     }
-    Ok((memcached, unknown))
+    Ok(())
 }
 
 /// Parses and validates: the CR the builders may trust.
@@ -95,7 +103,7 @@ pub fn hpa_enabled(memcached: &str) -> Result<bool, Error> {
 pub fn construct(kind: ChildKind, memcached: &str, current: Option<&str>, secrets: &[String]) -> Result<String, Error> {
     let memcached = parse_memcached(memcached)?;
     let secrets = parse_secrets(secrets)?;
-    to_json(&kind.build(&memcached, current, &secrets)?)
+    kind.build(&memcached, current, &secrets, None)
 }
 
 pub fn compute_status_json(
@@ -157,12 +165,28 @@ pub fn render(memcached: &str) -> Result<Vec<String>, Error> {
     ChildKind::ALL
         .into_iter()
         .filter(|kind| kind.wanted(&memcached))
-        .map(|kind| {
-            let mut object = kind.build(&memcached, None, &[])?;
-            set_controller_reference(&mut object, &memcached)?;
-            to_json(&object)
-        })
+        .map(|kind| printable(&kind.build(&memcached, None, &[], Some(&memcached))?))
         .collect()
+}
+
+/// An object as people read it: keys sorted, and no empty owner uid (a CR
+/// rendered off-cluster has none).
+fn printable(object: &str) -> Result<String, Error> {
+    let mut object: Value = from_json("object", object)?;
+    if let Some(references) = object.pointer_mut("/metadata/ownerReferences") {
+        drop_empty_uids(references);
+    }
+    to_json(&object)
+}
+
+/// A desired object: as built for a CR from the API server (it has a uid),
+/// printable for one without.
+fn finish(memcached: &Memcached, object: String) -> Result<String, Error> {
+    if memcached.metadata.uid.as_deref().is_some_and(|uid| !uid.is_empty()) {
+        Ok(object)
+    } else {
+        printable(&object)
+    }
 }
 
 pub fn to_yaml(objects: &str) -> Result<String, Error> {
@@ -216,9 +240,32 @@ pub fn desired(kind: &str, parent: &str, current: Option<&str>, related: &[Strin
         return Ok(None);
     }
     let secrets = parse_secrets(related)?;
-    let mut object = kind.build(&memcached, current, &secrets)?;
-    set_controller_reference(&mut object, &memcached)?;
-    to_json(&object).map(Some)
+    finish(&memcached, kind.build(&memcached, current, &secrets, Some(&memcached))?).map(Some)
+}
+
+/// `desired` for every owned kind at once: `current[i]` is the current
+/// object of the i-th kind of `ChildKind::ALL` (missing entries count as none).
+pub fn desired_all(parent: &str, current: &[Option<String>], related: &[String]) -> Result<Vec<Option<String>>, Error> {
+    if current.len() > ChildKind::ALL.len() {
+        return Err(Error::Unsupported(format!(
+            "{} current objects given for {} owned kinds",
+            current.len(),
+            ChildKind::ALL.len()
+        )));
+    }
+    let memcached = parse_valid(parent)?;
+    let secrets = parse_secrets(related)?;
+    ChildKind::ALL
+        .into_iter()
+        .enumerate()
+        .map(|(i, kind)| {
+            if !kind.wanted(&memcached) {
+                return Ok(None);
+            }
+            let current = current.get(i).and_then(Option::as_deref);
+            finish(&memcached, kind.build(&memcached, current, &secrets, Some(&memcached))?).map(Some)
+        })
+        .collect()
 }
 
 /// The parent's new status from the current owned objects and the related

@@ -12,28 +12,37 @@ pub const MAX_INPUT_BYTES: usize = 3 * 1024 * 1024;
 /// its field path; input nested deeper than serde_json's recursion limit (128)
 /// is rejected instead of overflowing the stack.
 pub fn from_json<T: DeserializeOwned>(what: &str, text: &str) -> Result<T, Error> {
-    from_json_noting_unknown(what, text, |_| {})
+    check_size(what, text)?;
+    // The fast path: plain serde_json. Only a failure pays for a second,
+    // path-tracking parse that says where the problem is.
+    serde_json::from_str(text).or_else(|_| from_json_located(what, text, |_| {}))
 }
 
 /// As `from_json`, and also names every field `T` does not know, such as a
-/// misspelt `spec.replica` (serde skips those silently).
+/// misspelt `spec.replica` (serde skips those silently). Slower: for
+/// off-cluster answers (`render`, `validate`), not the reconcile path.
 pub fn from_json_with_unknown<T: DeserializeOwned>(what: &str, text: &str) -> Result<(T, Vec<String>), Error> {
+    check_size(what, text)?;
     let mut unknown = Vec::new();
-    let value = from_json_noting_unknown(what, text, |path| unknown.push(path))?;
+    let value = from_json_located(what, text, |path| unknown.push(path))?;
     Ok((value, unknown))
 }
 
-fn from_json_noting_unknown<T: DeserializeOwned>(
-    what: &str,
-    text: &str,
-    mut note_unknown: impl FnMut(String),
-) -> Result<T, Error> {
+fn check_size(what: &str, text: &str) -> Result<(), Error> {
     if text.len() > MAX_INPUT_BYTES {
         return Err(Error::malformed(
             "",
             format!("{what} is {} bytes, over the {MAX_INPUT_BYTES}-byte limit", text.len()),
         ));
     }
+    Ok(())
+}
+
+fn from_json_located<T: DeserializeOwned>(
+    what: &str,
+    text: &str,
+    mut note_unknown: impl FnMut(String),
+) -> Result<T, Error> {
     let mut deserializer = serde_json::Deserializer::from_str(text);
     let mut on_unknown = |path: serde_ignored::Path<'_>| note_unknown(path.to_string().replace(".?", ""));
     let noting = serde_ignored::Deserializer::new(&mut deserializer, &mut on_unknown);
