@@ -17,47 +17,50 @@ use crate::parse::{from_json, from_json_with_unknown, to_json};
 use crate::status::{compute_status, Observed, Problem};
 use crate::yaml;
 
+/// A `Memcached` object as it arrives: the derived `Memcached` skips
+/// apiVersion and kind, so this reads them in the same single pass.
+#[derive(serde::Deserialize)]
+struct MemcachedDocument {
+    #[serde(rename = "apiVersion")]
+    api_version: Option<String>,
+    kind: Option<String>,
+    metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    spec: crate::api::MemcachedSpec,
+    status: Option<crate::api::MemcachedStatus>,
+}
+
+impl MemcachedDocument {
+    /// The CR, once apiVersion and kind (when given) are Memcached's.
+    fn into_memcached(self) -> Result<Memcached, Error> {
+        if let Some(kind) = self.kind.filter(|k| k != MEMCACHED.kind) {
+            return Err(Error::malformed("kind", format!("must be Memcached, got {kind:?}")));
+        }
+        if let Some(api_version) = self.api_version.filter(|v| *v != MEMCACHED.api_version()) {
+            return Err(Error::malformed(
+                "apiVersion",
+                format!("must be {}, got {api_version:?}", MEMCACHED.api_version()),
+            ));
+        }
+        Ok(Memcached { metadata: self.metadata, spec: self.spec, status: self.status })
+    }
+}
+
 /// Parses a `Memcached` object, checking apiVersion and kind when given.
 /// Fields the API does not know are skipped, as the API server prunes them.
 pub fn parse_memcached(text: &str) -> Result<Memcached, Error> {
-    let memcached = from_json("Memcached", text)?;
-    check_type_meta(text)?;
-    Ok(memcached)
+    from_json::<MemcachedDocument>("Memcached", text)?.into_memcached()
 }
 
 /// As `parse_memcached`, and names the spec fields the API does not know
 /// (a misspelt `spec.replica`), which off-cluster answers report as errors.
 fn parse_memcached_noting_unknown(text: &str) -> Result<(Memcached, Vec<FieldError>), Error> {
-    let (memcached, unknown): (Memcached, _) = from_json_with_unknown("Memcached", text)?;
+    let (document, unknown): (MemcachedDocument, _) = from_json_with_unknown("Memcached", text)?;
     let unknown = unknown
         .into_iter()
         .filter(|path| path.starts_with("spec."))
         .map(|path| FieldError::new(path, "unknown field"))
         .collect();
-    check_type_meta(text)?;
-    Ok((memcached, unknown))
-}
-
-/// apiVersion and kind, when given, must be Memcached's. (A second, shallow
-/// pass: it reads the two fields and skips the rest.)
-fn check_type_meta(text: &str) -> Result<(), Error> {
-    #[derive(serde::Deserialize)]
-    struct TypeMeta {
-        #[serde(rename = "apiVersion")]
-        api_version: Option<String>,
-        kind: Option<String>,
-    }
-    let type_meta: TypeMeta = from_json("Memcached", text)?;
-    if let Some(kind) = type_meta.kind.filter(|k| k != MEMCACHED.kind) {
-        return Err(Error::malformed("kind", format!("must be Memcached, got {kind:?}")));
-    }
-    if let Some(api_version) = type_meta.api_version.filter(|v| *v != MEMCACHED.api_version()) {
-        return Err(Error::malformed(
-            "apiVersion",
-            format!("must be {}, got {api_version:?}", MEMCACHED.api_version()),
-        ));
-    }
-    Ok(())
+    Ok((document.into_memcached()?, unknown))
 }
 
 /// Parses and validates: the CR the builders may trust.

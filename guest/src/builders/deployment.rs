@@ -110,7 +110,7 @@ fn build_pod(pod: &mut PodSpec, name: &str, spec: &MemcachedSpec) {
     // Never server-filled, so anything here is drift: the CR has no say in it.
     pod.init_containers = None;
     pod.node_selector = None;
-    pod.volumes = volumes(pod.volumes.take().unwrap_or_default(), spec);
+    pod.volumes = volumes(pod.volumes.as_deref().unwrap_or_default(), spec);
     pod.affinity = spec.anti_affinity_preset().map(|preset| anti_affinity(name, preset));
     pod.topology_spread_constraints = topology_spread_constraints(name, spec);
     pod.security_context = match spec.security.as_ref().and_then(|s| s.pod_security_context.as_ref()) {
@@ -229,34 +229,49 @@ fn container_security_context(spec: &MemcachedSpec) -> Option<k8s_openapi::api::
     spec.security.as_ref().and_then(|s| s.container_security_context.clone())
 }
 
-/// The Secret volumes; a current volume of the same name keeps the
-/// defaultMode the server gave it.
-fn volumes(mut current: Vec<Volume>, spec: &MemcachedSpec) -> Option<Vec<Volume>> {
-    let mut wanted = Vec::new();
+/// A Secret the memcached container mounts read-only.
+struct SecretMount<'a> {
+    volume: &'static str,
+    secret: &'a str,
+    keys: Vec<&'static str>,
+    path: &'static str,
+}
+
+/// The one list both the volumes and the mounts come from.
+fn secret_mounts(spec: &MemcachedSpec) -> Vec<SecretMount<'_>> {
+    let mut mounts = Vec::new();
     if let Some(secret) = spec.sasl_secret_name() {
-        wanted.push((SASL_VOLUME, secret, vec![SASL_PASSWORD_FILE]));
+        mounts.push(SecretMount { volume: SASL_VOLUME, secret, keys: vec![SASL_PASSWORD_FILE], path: SASL_MOUNT_PATH });
     }
     if let Some(secret) = spec.tls_secret_name() {
         let mut keys = vec!["tls.crt", "tls.key"];
         if spec.client_cert_enabled() {
             keys.push("ca.crt");
         }
-        wanted.push((TLS_VOLUME, secret, keys));
+        mounts.push(SecretMount { volume: TLS_VOLUME, secret, keys, path: TLS_MOUNT_PATH });
     }
-    let volumes: Vec<Volume> = wanted
+    mounts
+}
+
+/// The Secret volumes; a current volume of the same name keeps the
+/// defaultMode the server gave it.
+fn volumes(current: &[Volume], spec: &MemcachedSpec) -> Option<Vec<Volume>> {
+    let volumes: Vec<Volume> = secret_mounts(spec)
         .into_iter()
-        .map(|(name, secret, keys)| {
+        .map(|mount| {
             let default_mode = current
-                .iter_mut()
-                .find(|v| v.name == name)
+                .iter()
+                .find(|v| v.name == mount.volume)
                 .and_then(|v| v.secret.as_ref())
                 .and_then(|s| s.default_mode);
             Volume {
-                name: name.into(),
+                name: mount.volume.into(),
                 secret: Some(SecretVolumeSource {
-                    secret_name: Some(secret.into()),
+                    secret_name: Some(mount.secret.into()),
                     items: Some(
-                        keys.into_iter()
+                        mount
+                            .keys
+                            .into_iter()
                             .map(|key| KeyToPath { key: key.into(), path: key.into(), ..Default::default() })
                             .collect(),
                     ),
@@ -267,23 +282,15 @@ fn volumes(mut current: Vec<Volume>, spec: &MemcachedSpec) -> Option<Vec<Volume>
             }
         })
         .collect();
-    current.clear();
     (!volumes.is_empty()).then_some(volumes)
 }
 
 fn volume_mounts(spec: &MemcachedSpec) -> Option<Vec<VolumeMount>> {
-    let mut mounts = Vec::new();
-    if spec.sasl_secret_name().is_some() {
-        mounts.push((SASL_VOLUME, SASL_MOUNT_PATH));
-    }
-    if spec.tls_secret_name().is_some() {
-        mounts.push((TLS_VOLUME, TLS_MOUNT_PATH));
-    }
-    let mounts: Vec<VolumeMount> = mounts
+    let mounts: Vec<VolumeMount> = secret_mounts(spec)
         .into_iter()
-        .map(|(name, path)| VolumeMount {
-            name: name.into(),
-            mount_path: path.into(),
+        .map(|mount| VolumeMount {
+            name: mount.volume.into(),
+            mount_path: mount.path.into(),
             read_only: Some(true),
             ..Default::default()
         })
