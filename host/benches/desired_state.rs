@@ -32,7 +32,9 @@ fn secrets() -> Vec<String> {
 
 fn everything_cr() -> String {
     let yaml = include_str!("../../tests/fixtures/everything/memcached.yaml");
-    let value: serde_json::Value = serde_norway::from_str(yaml).expect("fixture parses");
+    let mut value: serde_json::Value = serde_norway::from_str(yaml).expect("fixture parses");
+    // As the operator reads it from the API server: with a uid.
+    value["metadata"]["uid"] = "0b7c4f1e-5a2d-4e8b-9c3f-6d1a2b3c4d5e".into();
     value.to_string()
 }
 
