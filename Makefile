@@ -41,7 +41,7 @@ run: $(OPERATOR)
 		echo "# $$sample"; $(OPERATOR) render -f $$sample || exit 1; echo; \
 	done
 
-## envtest: build (or find) etcd, kube-apiserver and kube-controller-manager; prints the folder
+## envtest: build (or find) etcd, kube-apiserver, kube-controller-manager and kubectl; prints the folder
 envtest:
 	@bash scripts/envtest.sh
 

@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
 # Print a folder holding the Kubernetes test control plane binaries:
-# etcd, kube-apiserver and kube-controller-manager (see tests/envtest/README.md).
+# etcd, kube-apiserver, kube-controller-manager and kubectl (see tests/envtest/README.md).
 #
 #   assets="$(scripts/envtest.sh | tail -n1)"
 #
 # stdout carries only the folder path; progress goes to stderr.
-#  - KUBEBUILDER_ASSETS set and holding all three binaries: print it, build nothing.
+#  - KUBEBUILDER_ASSETS set and holding all four binaries: print it, build nothing.
+#  - KUBEBUILDER_ASSETS set but missing some (controller-runtime's setup-envtest
+#    ships no kube-controller-manager, older folders no kubectl): build only the
+#    missing ones into the cache, and print a cache folder of symlinks that
+#    takes the present ones from KUBEBUILDER_ASSETS and the rest from the cache.
 #  - otherwise build them with the machine's `go` from the Go modules pinned in
 #    tests/envtest (Kubernetes) and tests/envtest/cmd/etcd (etcd) into a cache
 #    folder outside the repo, keyed by version, and print that folder. A second
-#    run finds them there and builds nothing.
+#    run finds them there and builds nothing; a folder holding only some of
+#    them (an older cache) gets just the missing ones built.
 #
 # Knobs: ENVTEST_CACHE_DIR (default ${XDG_CACHE_HOME:-$HOME/.cache}/memcached-operator/envtest),
 #        ENVTEST_BUILD_JOBS (go build -p, default 2), GO (default: go on PATH, else /usr/local/go/bin/go).
@@ -18,23 +23,25 @@ set -euo pipefail
 log() { printf 'envtest: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
-BINARIES=(etcd kube-apiserver kube-controller-manager)
+BINARIES=(etcd kube-apiserver kube-controller-manager kubectl)
 
-has_all() {
-  local dir="$1" b
-  [ -n "$dir" ] && [ -d "$dir" ] || return 1
-  for b in "${BINARIES[@]}"; do
-    [ -x "$dir/$b" ] && [ -f "$dir/$b" ] || return 1
-  done
+has() { [ -x "$1/$2" ] && [ -f "$1/$2" ]; }
+missing_in() { # dir -> names of the binaries it lacks, one a line
+  local b
+  for b in "${BINARIES[@]}"; do has "$1" "$b" || printf '%s\n' "$b"; done
 }
+has_all() { [ -n "$1" ] && [ -d "$1" ] && [ -z "$(missing_in "$1")" ]; }
 
+ASSETS_MISSING=()
 if [ -n "${KUBEBUILDER_ASSETS:-}" ]; then
   if has_all "$KUBEBUILDER_ASSETS"; then
     log "using KUBEBUILDER_ASSETS=$KUBEBUILDER_ASSETS"
     printf '%s\n' "$KUBEBUILDER_ASSETS"
     exit 0
   fi
-  log "KUBEBUILDER_ASSETS=$KUBEBUILDER_ASSETS lacks one of: ${BINARIES[*]}; using the build cache"
+  [ -d "$KUBEBUILDER_ASSETS" ] || die "KUBEBUILDER_ASSETS=$KUBEBUILDER_ASSETS is not a folder"
+  mapfile -t ASSETS_MISSING < <(missing_in "$KUBEBUILDER_ASSETS")
+  log "KUBEBUILDER_ASSETS=$KUBEBUILDER_ASSETS lacks: ${ASSETS_MISSING[*]}; building those into the cache"
 fi
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -53,9 +60,37 @@ ETCD_VERSION="$(mod_version "$ETCD_MOD/go.mod" go.etcd.io/etcd/server/v3)"
 CACHE_ROOT="${ENVTEST_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/memcached-operator/envtest}"
 OUT="$CACHE_ROOT/k8s-${K8S_VERSION#v}-etcd-${ETCD_VERSION#v}"
 
-if has_all "$OUT"; then
+# What the cache folder must hold: everything, or only what KUBEBUILDER_ASSETS lacks.
+if [ ${#ASSETS_MISSING[@]} -gt 0 ]; then WANT=("${ASSETS_MISSING[@]}"); else WANT=("${BINARIES[@]}"); fi
+to_build() { local b; for b in "${WANT[@]}"; do has "$OUT" "$b" || printf '%s\n' "$b"; done; }
+
+# A folder of symlinks: the binaries KUBEBUILDER_ASSETS has, plus the ones built
+# into $OUT. Keyed by the assets path, so two asset folders never share one.
+finish() {
+  if [ ${#ASSETS_MISSING[@]} -eq 0 ]; then
+    printf '%s\n' "$OUT"
+    return
+  fi
+  local key mixed b
+  key="$(printf '%s' "$KUBEBUILDER_ASSETS" | sha256sum | cut -c1-12)"
+  mixed="$CACHE_ROOT/assets-$key"
+  mkdir -p "$mixed"
+  for b in "${BINARIES[@]}"; do
+    if has "$KUBEBUILDER_ASSETS" "$b"; then
+      ln -sfn "$(cd "$KUBEBUILDER_ASSETS" && pwd)/$b" "$mixed/$b"
+    else
+      ln -sfn "$OUT/$b" "$mixed/$b"
+    fi
+  done
+  has_all "$mixed" || die "$mixed lacks one of: ${BINARIES[*]}"
+  log "ready: $mixed (from $KUBEBUILDER_ASSETS and $OUT)"
+  printf '%s\n' "$mixed"
+}
+
+mkdir -p "$CACHE_ROOT"
+if [ -z "$(to_build)" ]; then
   log "cached: $OUT"
-  printf '%s\n' "$OUT"
+  finish
   exit 0
 fi
 
@@ -67,7 +102,6 @@ if [ -z "$GO" ]; then
   fi
 fi
 
-mkdir -p "$CACHE_ROOT"
 # Serialise concurrent runs (e.g. parallel test binaries) on one lock per version.
 if command -v flock >/dev/null 2>&1; then
   exec 9>"$OUT.lock"
@@ -75,13 +109,14 @@ if command -v flock >/dev/null 2>&1; then
     log "another build holds $OUT.lock; waiting"
     flock 9
   fi
-  if has_all "$OUT"; then
+  if [ -z "$(to_build)" ]; then
     log "cached (built by another run): $OUT"
-    printf '%s\n' "$OUT"
+    finish
     exit 0
   fi
 fi
 
+mapfile -t BUILD_NOW < <(to_build)
 JOBS="${ENVTEST_BUILD_JOBS:-2}"
 STAGE="$(mktemp -d "$CACHE_ROOT/.build.XXXXXX")"
 trap 'rm -rf "$STAGE"' EXIT
@@ -92,25 +127,35 @@ export CGO_ENABLED=0
 BUILD=("$GO" build -p "$JOBS" -mod=readonly -trimpath)
 
 log "go: $("$GO" version)"
-log "building Kubernetes $K8S_VERSION (kube-apiserver, kube-controller-manager) into $OUT (~5 min on 2 cores when the Go caches are cold)"
-start=$SECONDS
-V=k8s.io/component-base/version
-minor="${K8S_VERSION#v*.}"; minor="${minor%%.*}"
-major="${K8S_VERSION#v}"; major="${major%%.*}"
-(cd "$K8S_MOD" && "${BUILD[@]}" \
-  -ldflags="-s -w -X $V.gitVersion=$K8S_VERSION -X $V.gitMajor=$major -X $V.gitMinor=$minor -X $V.gitTreeState=clean" \
-  -o "$STAGE/" ./cmd/kube-apiserver ./cmd/kube-controller-manager)
-log "Kubernetes built in $((SECONDS - start))s"
+K8S_PKGS=()
+for b in "${BUILD_NOW[@]}"; do
+  [ "$b" = etcd ] || K8S_PKGS+=("./cmd/$b")
+done
+if [ ${#K8S_PKGS[@]} -gt 0 ]; then
+  log "building Kubernetes $K8S_VERSION (${K8S_PKGS[*]#./cmd/}) into $OUT (~5 min on 2 cores when the Go caches are cold)"
+  start=$SECONDS
+  V=k8s.io/component-base/version
+  minor="${K8S_VERSION#v*.}"; minor="${minor%%.*}"
+  major="${K8S_VERSION#v}"; major="${major%%.*}"
+  # One package builds to STAGE/<name>; several build into STAGE/ by name.
+  if [ ${#K8S_PKGS[@]} -eq 1 ]; then dest="$STAGE/${K8S_PKGS[0]#./cmd/}"; else dest="$STAGE/"; fi
+  (cd "$K8S_MOD" && "${BUILD[@]}" \
+    -ldflags="-s -w -X $V.gitVersion=$K8S_VERSION -X $V.gitMajor=$major -X $V.gitMinor=$minor -X $V.gitTreeState=clean" \
+    -o "$dest" "${K8S_PKGS[@]}")
+  log "Kubernetes built in $((SECONDS - start))s"
+fi
 
-log "building etcd $ETCD_VERSION"
-start=$SECONDS
-(cd "$ETCD_MOD" && "${BUILD[@]}" -ldflags="-s -w" -o "$STAGE/etcd" .)
-log "etcd built in $((SECONDS - start))s"
+if printf '%s\n' "${BUILD_NOW[@]}" | grep -qx etcd; then
+  log "building etcd $ETCD_VERSION"
+  start=$SECONDS
+  (cd "$ETCD_MOD" && "${BUILD[@]}" -ldflags="-s -w" -o "$STAGE/etcd" .)
+  log "etcd built in $((SECONDS - start))s"
+fi
 
 mkdir -p "$OUT"
-for b in "${BINARIES[@]}"; do
+for b in "${BUILD_NOW[@]}"; do
   mv -f "$STAGE/$b" "$OUT/$b"
 done
-has_all "$OUT" || die "build finished but $OUT lacks one of: ${BINARIES[*]}"
-log "ready: $OUT"
-printf '%s\n' "$OUT"
+[ -z "$(to_build)" ] || die "build finished but $OUT lacks one of: ${WANT[*]}"
+log "built: $OUT"
+finish
