@@ -3,6 +3,9 @@
 #   install-deps.sh wasm   Debian's rustc-web toolchain (rustc 1.96 with the
 #                          standard library's source), when rustup has no
 #                          wasm32-unknown-unknown target.
+#   install-deps.sh browser  Debian's chromium, which the playground's browser
+#                          test drives (playwright's own browser downloads
+#                          are not reachable here).
 set -euo pipefail
 
 as_root() {
@@ -28,6 +31,9 @@ for what in "$@"; do
             if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown; then
                 apt_install rustc-web cargo-web rust-web-src rust-web-llvm lld-22
             fi
+            ;;
+        browser)
+            [ -x /usr/bin/chromium ] || apt_install chromium
             ;;
         *) echo "install-deps: unknown set $what" >&2; exit 2 ;;
     esac
