@@ -1,0 +1,91 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { test } from 'node:test';
+import { parse } from 'yaml';
+import { guards, reconcile } from '../src/controller.js';
+import { LogicError, asJsonList, instance } from '../src/logic.js';
+
+const repo = new URL('../../../', import.meta.url);
+const fixture = (name, file) => fs.readFileSync(new URL(`tests/fixtures/${name}/${file}`, repo), 'utf8');
+const cr = (name) => parse(fixture(name, 'memcached.yaml'));
+
+test('the transpiled core module is the very bytes inside target/memcached.wasm', () => {
+  const component = fs.readFileSync(new URL('target/memcached.wasm', repo));
+  const core = fs.readFileSync(new URL('../gen/memcached.core.wasm', import.meta.url));
+  assert.ok(core.length > 1000);
+  assert.ok(component.includes(core), 'jco extracted a core module that is not in the component');
+});
+
+test('render answers the golden objects, byte for byte', async () => {
+  const { memcached } = await instance();
+  for (const name of ['minimal', 'everything']) {
+    const objects = memcached.render(JSON.stringify(cr(name))).map((o) => JSON.parse(o));
+    assert.equal(asJsonList(objects), fixture(name, 'objects.json'), name);
+  }
+});
+
+test('a fresh CR plans a create per enabled kind, in reconcile order', async () => {
+  const plan = await reconcile(cr('everything'));
+  assert.deepEqual(plan.map((p) => [p.kind, p.action]), [
+    ['Deployment', 'create'],
+    ['Service', 'create'],
+    ['PodDisruptionBudget', 'create'],
+    ['HorizontalPodAutoscaler', 'create'],
+    ['ServiceMonitor', 'create'],
+    ['NetworkPolicy', 'create'],
+  ]);
+  const owner = plan[0].object.metadata.ownerReferences[0];
+  assert.equal(owner.kind, 'Memcached');
+  assert.equal(owner.controller, true);
+});
+
+test('after applying the plan, the same CR writes nothing; turning a feature off deletes its object', async () => {
+  const parent = cr('everything');
+  const current = Object.fromEntries((await reconcile(parent)).map((p) => [p.kind, p.object]));
+  const steady = await reconcile(parent, current);
+  assert.deepEqual(steady.map((p) => p.action), Array(6).fill('none'));
+
+  parent.spec.autoscaling.enabled = false;
+  parent.spec.replicas = 3; // the PDB's minAvailable (2) needs more than the default 1
+  const off = Object.fromEntries((await reconcile(parent, current)).map((p) => [p.kind, p.action]));
+  assert.equal(off.HorizontalPodAutoscaler, 'delete');
+  assert.equal(off.Deployment, 'update', 'without the HPA the Deployment owns replicas again');
+});
+
+test('the guards answer for the optional kinds', async () => {
+  assert.deepEqual(await guards(cr('minimal')), { serviceMonitor: false, networkPolicy: false, pdb: false, hpa: false });
+  assert.deepEqual(await guards(cr('everything')), { serviceMonitor: true, networkPolicy: true, pdb: true, hpa: true });
+});
+
+test('an invalid CR is an error with field paths, never a plan of deletes', async () => {
+  const parent = cr('tls-mtls');
+  delete parent.spec.security.tls.certificateSecretRef;
+  parent.spec.replicas = 99;
+  await assert.rejects(reconcile(parent, { Service: { kind: 'Service' } }), (err) => {
+    assert.ok(err instanceof LogicError);
+    assert.equal(err.tag, 'invalid');
+    assert.deepEqual(err.fieldErrors.map((e) => e.path).sort(), ['spec.replicas', 'spec.security.tls.certificateSecretRef.name']);
+    return true;
+  });
+});
+
+test('text that is not a CR is malformed; an unknown kind is unsupported', async () => {
+  const { memcached, controller } = await instance();
+  assert.throws(() => memcached.render('{"kind": "Memcached"'), (err) => err instanceof LogicError && err.tag === 'malformed');
+  assert.throws(() => memcached.validate('[1, 2]'), (err) => err instanceof LogicError && err.tag === 'malformed');
+  assert.throws(
+    () => controller.desired('ConfigMap', JSON.stringify(cr('minimal')), undefined, []),
+    (err) => err instanceof LogicError && err.tag === 'unsupported' && /ConfigMap/.test(err.message),
+  );
+});
+
+test('the render command prints the CLI bytes and exits non-zero on an invalid CR', async () => {
+  const { spawnSync } = await import('node:child_process');
+  const bin = new URL('../bin/render.mjs', import.meta.url).pathname;
+  const ok = spawnSync(process.execPath, [bin, '-f', '-'], { input: fixture('sasl', 'memcached.yaml'), encoding: 'utf8' });
+  assert.equal(ok.status, 0, ok.stderr);
+  assert.equal(ok.stdout, fixture('sasl', 'objects.yaml'));
+  const bad = spawnSync(process.execPath, [bin, '-f', '-'], { input: 'apiVersion: memcached.c5c3.io/v1alpha1\nkind: Memcached\nmetadata: {name: Bad_Name}\nspec: {}\n', encoding: 'utf8' });
+  assert.equal(bad.status, 1);
+  assert.match(bad.stderr, /metadata\.name: must be a DNS-1035 label/);
+});
