@@ -8,6 +8,7 @@ CRD := deploy/crd/memcached.c5c3.io_memcacheds.yaml
 GUEST_SOURCES := $(shell find guest/src wit -type f) guest/Cargo.toml Cargo.lock
 
 .PHONY: all build wasm test manifests bench run envtest clean
+.PHONY: playground playground-serve test-embeddings test-browser
 
 all: build
 
@@ -23,8 +24,46 @@ $(OPERATOR): $(WASM) $(shell find host/src -type f) host/Cargo.toml host/build.r
 	$(CARGO) build --release -p memcached-operator
 
 ## test: every test, from a fresh clone (installs what is missing first)
-test: build
+test: build test-embeddings test-browser
 	$(CARGO) test --release --workspace --no-fail-fast
+
+# The same component in the browser, Node.js and Python (issue 3). npm ci and
+# a venv under target/ install their pinned dependencies; the stamps are files
+# those installs write.
+PLAYGROUND_DEPS := playground/node_modules/.package-lock.json
+JS_EXAMPLE_DEPS := examples/javascript/node_modules/.package-lock.json
+VENV := target/venv
+PYTHON_DEPS := $(VENV)/.requirements-installed
+
+## playground: the browser playground, built into playground/dist/ (any static file server can host it)
+playground: $(WASM) $(PLAYGROUND_DEPS)
+	cd playground && node build.mjs
+
+## playground-serve: serve playground/dist/ on http://127.0.0.1:8080/ (PORT=n for another port)
+playground-serve: playground
+	node playground/serve.mjs $(or $(PORT),8080)
+
+## test-embeddings: the JavaScript and Python embeddings, and Rust, Node and Python agreeing on every fixture
+test-embeddings: $(OPERATOR) $(JS_EXAMPLE_DEPS) $(PYTHON_DEPS)
+	cd examples/javascript && npm test
+	$(VENV)/bin/python -m pytest -q examples/python
+	node --test tests/equivalence/
+
+## test-browser: the playground in Debian's Chromium (installed when missing), driven by playwright-core
+test-browser: playground $(OPERATOR)
+	bash scripts/install-deps.sh browser
+	cd playground && node --test test/
+
+$(PLAYGROUND_DEPS): playground/package-lock.json
+	cd playground && npm ci --no-audit --no-fund
+
+$(JS_EXAMPLE_DEPS): examples/javascript/package-lock.json
+	cd examples/javascript && npm ci --no-audit --no-fund
+
+$(PYTHON_DEPS): examples/python/requirements.txt
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r examples/python/requirements.txt
+	touch $@
 
 ## manifests: regenerate deploy/crd/ from the API types (host/tests/cli.rs fails when it is stale)
 manifests: $(OPERATOR)
