@@ -29,9 +29,11 @@ fs.mkdirSync(dist, { recursive: true });
 
 // Async instantiation: the page compiles the core module once and can make
 // a fresh instance whenever one traps.
+const jcoDir = path.join(here, 'node_modules', '@bytecodealliance', 'jco');
+const jcoBin = JSON.parse(fs.readFileSync(path.join(jcoDir, 'package.json'), 'utf8')).bin.jco;
 execFileSync(
   process.execPath,
-  [path.join(here, 'node_modules', '@bytecodealliance', 'jco', 'dist', 'jco.js'), 'transpile', component,
+  [path.join(jcoDir, jcoBin), 'transpile', component,
     '--name', 'memcached', '--instantiation', 'async', '--no-nodejs-compat', '--no-typescript', '--quiet',
     '-o', path.join(gen, 'component')],
   { stdio: 'inherit' },
