@@ -99,7 +99,9 @@ async fn restart_keeps_data_and_clients_and_drop_cleans_up() {
     config_maps.create(&PostParams::default(), &config_map("survivor")).await.expect("create");
 
     let port = plane.server_url().rsplit(':').next().and_then(|p| p.parse::<u16>().ok()).expect("a port");
+    let began = std::time::Instant::now();
     plane.restart_apiserver().expect("restart");
+    eprintln!("API server restarted in {:.2}s", began.elapsed().as_secs_f64());
     // The client made before the restart reconnects on its own, same port and CA.
     let back = config_maps.get("survivor").await.expect("the ConfigMap after the restart");
     assert_eq!(back.data.and_then(|d| d.get("key").cloned()).as_deref(), Some("value"));
