@@ -4,7 +4,7 @@
 
 use memcached_logic::{Error, FieldError};
 use memcached_operator::module::{CallError, Guard};
-use memcached_tests::instance;
+use memcached_tests::{controller, instance};
 use serde_json::{json, Value};
 
 fn valid_cr() -> Value {
@@ -112,7 +112,7 @@ fn unknown_spec_fields_are_named_off_cluster_and_skipped_on_it() {
     assert_eq!(first(&render_error(&nested)).path, "spec.memcached.maxMemoryMb");
     assert_eq!(instance().validate(&nested).expect("validates"), vec![FieldError::new("spec.memcached.maxMemoryMb", "unknown field")]);
     // The operator's path tolerates them, as the API server prunes them anyway.
-    assert!(instance().desired("Deployment", &input, None, &[]).expect("desired").is_some());
+    assert!(controller().desired("Deployment", &input, None, &[]).expect("desired").is_some());
 }
 
 #[test]
@@ -125,7 +125,7 @@ fn deeply_nested_json_is_refused_without_overflowing_the_stack() {
         // Where JSON is kept as JSON, the recursion limit answers.
         for answer in [
             instance().to_yaml(&nested),
-            instance().status(&valid_cr().to_string(), &[nested.clone()], &[], "2026-11-21T10:00:00Z", None),
+            controller().status(&valid_cr().to_string(), &[nested.clone()], &[], "2026-11-21T10:00:00Z", None),
             instance().construct("ServiceMonitor", &valid_cr().to_string(), Some(&format!("{{\"spec\":{nested}}}")), &[]),
         ] {
             match answer {
@@ -144,7 +144,7 @@ fn an_invalid_cr_never_answers_must_not_exist() {
     // host to delete the NetworkPolicy: the answer must be an error instead.
     let input = with(&["spec", "replicas"], json!(500));
     for kind in ["Deployment", "Service", "NetworkPolicy", "PodDisruptionBudget"] {
-        match instance().desired(kind, &input, None, &[]) {
+        match controller().desired(kind, &input, None, &[]) {
             Err(CallError::Logic(Error::Invalid(errors))) => {
                 assert_eq!(errors[0].path, "spec.replicas", "{kind}")
             }
@@ -152,13 +152,14 @@ fn an_invalid_cr_never_answers_must_not_exist() {
         }
     }
     let malformed = with(&["spec", "replicas"], json!({}));
-    assert!(matches!(instance().desired("NetworkPolicy", &malformed, None, &[]), Err(CallError::Logic(Error::Malformed(_)))));
+    assert!(matches!(controller().desired("NetworkPolicy", &malformed, None, &[]), Err(CallError::Logic(Error::Malformed(_)))));
 }
 
 #[test]
 fn every_function_answers_bad_input_without_trapping() {
     let cr = valid_cr().to_string();
     let mut wasm = instance();
+    let mut controller = controller();
     let bad = "{\"kind\": [}";
     for guard in [Guard::ServiceMonitor, Guard::NetworkPolicy, Guard::Pdb, Guard::Hpa] {
         assert!(matches!(wasm.guard(guard, bad), Err(CallError::Logic(_))));
@@ -168,15 +169,15 @@ fn every_function_answers_bad_input_without_trapping() {
         assert!(matches!(wasm.construct(kind, &cr, Some("[1]"), &[]), Err(CallError::Logic(Error::Malformed(_)))), "{kind}");
     }
     assert!(matches!(wasm.construct("Deployment", &cr, None, &[bad.into()]), Err(CallError::Logic(Error::Malformed(_)))));
-    assert!(matches!(wasm.desired("Pod", &cr, None, &[]), Err(CallError::Logic(Error::Unsupported(_)))));
-    assert!(matches!(wasm.status(&cr, &[bad.into()], &[], "2026-11-21T10:00:00Z", None), Err(CallError::Logic(_))));
-    match wasm.status(&cr, &[], &[], "yesterday", None) {
+    assert!(matches!(controller.desired("Pod", &cr, None, &[]), Err(CallError::Logic(Error::Unsupported(_)))));
+    assert!(matches!(controller.status(&cr, &[bad.into()], &[], "2026-11-21T10:00:00Z", None), Err(CallError::Logic(_))));
+    match controller.status(&cr, &[], &[], "yesterday", None) {
         Err(CallError::Logic(error)) => assert_eq!(first(&error).path, "now"),
         other => panic!("a bad time must be refused: {other:?}"),
     }
     assert!(matches!(wasm.validate(bad), Err(CallError::Logic(_))));
     assert!(matches!(wasm.default(bad), Err(CallError::Logic(_))));
-    assert!(matches!(wasm.references(bad), Err(CallError::Logic(_))));
+    assert!(matches!(controller.references(bad), Err(CallError::Logic(_))));
     assert!(matches!(wasm.to_yaml(bad), Err(CallError::Logic(_))));
     // One instance survived all of that: nothing trapped.
     assert!(wasm.render(&cr).is_ok());

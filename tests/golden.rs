@@ -11,7 +11,7 @@ use memcached_logic::exports;
 use memcached_operator::module::Guard;
 use memcached_operator::render::as_json_list;
 use memcached_tests::server::server_shaped;
-use memcached_tests::{fixtures, instance, parse, Fixture};
+use memcached_tests::{controller, fixtures, instance, parse, Fixture};
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
@@ -53,6 +53,7 @@ fn every_exported_function_answers_identically_natively_and_in_the_component() {
         let cr = fixture.memcached.as_str();
         let name = fixture.name.as_str();
         let mut wasm = instance();
+        let mut controller = controller();
 
         let guards = [
             (Guard::ServiceMonitor, exports::service_monitor_enabled(cr)),
@@ -70,7 +71,7 @@ fn every_exported_function_answers_identically_natively_and_in_the_component() {
             exports::labels_for_memcached(name),
             "{name}"
         );
-        let references: Vec<String> = wasm.references(cr).expect("references").into_iter().map(|r| r.name).collect();
+        let references: Vec<String> = controller.references(cr).expect("references").into_iter().map(|r| r.name).collect();
         let native_references: Vec<String> =
             exports::references(cr).expect("references").into_iter().map(|r| r.name).collect();
         assert_eq!(references, native_references, "{name}");
@@ -84,13 +85,13 @@ fn every_exported_function_answers_identically_natively_and_in_the_component() {
             assert_eq!(typed_native, typed_wasm, "{name}: construct {kind_name}");
 
             let native = exports::desired(kind_name, cr, None, &secrets).expect("desired");
-            let component = wasm.desired(kind_name, cr, None, &secrets).expect("desired");
+            let component = controller.desired(kind_name, cr, None, &secrets).expect("desired");
             assert_eq!(native, component, "{name}: desired {kind_name}");
             let Some(created) = native else { continue };
             // Again from the server's answer, the way the operator calls it.
             let current = server_shaped(&parse(&created)).to_string();
             let native = exports::desired(kind_name, cr, Some(&current), &secrets).expect("desired");
-            let component = wasm.desired(kind_name, cr, Some(&current), &secrets).expect("desired");
+            let component = controller.desired(kind_name, cr, Some(&current), &secrets).expect("desired");
             assert_eq!(native, component, "{name}: desired {kind_name} from the server's object");
             if kind == ChildKind::Deployment {
                 deployment = Some(current);
@@ -99,7 +100,7 @@ fn every_exported_function_answers_identically_natively_and_in_the_component() {
 
         let none = vec![None; ChildKind::ALL.len()];
         assert_eq!(
-            wasm.desired_all(cr, &none, &secrets).expect("desired-all"),
+            controller.desired_all(cr, &none, &secrets).expect("desired-all"),
             exports::desired_all(cr, &none, &secrets).expect("desired-all"),
             "{name}: desired-all"
         );
@@ -107,7 +108,7 @@ fn every_exported_function_answers_identically_natively_and_in_the_component() {
         let now = "2026-11-21T10:00:10Z";
         let owned: Vec<String> = deployment.iter().cloned().collect();
         assert_eq!(
-            wasm.status(cr, &owned, &secrets, now, None).expect("status"),
+            controller.status(cr, &owned, &secrets, now, None).expect("status"),
             exports::status(cr, &owned, &secrets, now, None).expect("status"),
             "{name}: status"
         );

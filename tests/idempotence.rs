@@ -4,7 +4,7 @@
 
 use memcached_logic::exports;
 use memcached_tests::server::server_shaped;
-use memcached_tests::{changed_paths, fixtures, instance, parse, without_nulls};
+use memcached_tests::{changed_paths, controller, fixtures, parse, without_nulls};
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
@@ -15,7 +15,7 @@ fn kind_of(object: &Value) -> &str {
 #[test]
 fn building_from_the_previous_output_changes_nothing() {
     for fixture in fixtures() {
-        let mut wasm = instance();
+        let mut wasm = controller();
         for text in exports::render(&fixture.memcached).expect("renders") {
             let object = parse(&text);
             let kind = kind_of(&object);

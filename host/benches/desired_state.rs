@@ -60,6 +60,7 @@ fn main() {
     let cr = everything_cr();
     let module = LogicModule::builtin().expect("the built-in component loads");
     let mut reused = module.instance().expect("instantiates");
+    let mut reused_controller = module.controller().expect("instantiates");
 
     // Same answer everywhere, or the numbers mean nothing.
     assert_eq!(reused.render(&cr).expect("component render"), exports::render(&cr).expect("native render"));
@@ -70,21 +71,21 @@ fn main() {
     let secrets = secrets();
     let native_desired = exports::desired_all(&cr, &none, &secrets).expect("native desired");
     assert_eq!(native_desired.iter().flatten().count(), 6);
-    assert_eq!(reused.desired_all(&cr, &none, &secrets).expect("component desired"), native_desired);
+    assert_eq!(reused_controller.desired_all(&cr, &none, &secrets).expect("component desired"), native_desired);
 
     let mut cases: Vec<(&str, Box<dyn FnMut() + '_>)> = vec![
         ("native", Box::new(|| {
             black_box(exports::desired_all(black_box(&cr), &none, &secrets).expect("desired"));
         })),
         ("component, one instance reused", Box::new(|| {
-            black_box(reused.desired_all(black_box(&cr), &none, &secrets).expect("desired"));
+            black_box(reused_controller.desired_all(black_box(&cr), &none, &secrets).expect("desired"));
         })),
         ("component, fresh instance per call", Box::new(|| {
-            let mut instance = module.instance().expect("instantiates");
+            let mut instance = module.controller().expect("instantiates");
             black_box(instance.desired_all(black_box(&cr), &none, &secrets).expect("desired"));
         })),
         ("fresh instance only (no call)", Box::new(|| {
-            black_box(module.instance().expect("instantiates"));
+            black_box(module.controller().expect("instantiates"));
         })),
         ("render (strict, off-cluster), native", Box::new(|| {
             black_box(exports::render(black_box(&cr)).expect("renders"));

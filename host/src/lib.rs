@@ -3,4 +3,5 @@
 
 pub mod crd;
 pub mod module;
+pub mod operator;
 pub mod render;

@@ -2,6 +2,10 @@
 //! and a fresh `Store` and instance for every call, from the pooling
 //! allocator. The guest imports nothing, so the linker is empty: the module
 //! can reach no file, socket, clock or random source.
+//!
+//! Every module exports the generic `controller` contract (what the operator
+//! drives); the Memcached module also exports the typed `memcached`
+//! interface (what `render` and the tests use).
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,9 +26,17 @@ mod bindings {
     });
 }
 
-use bindings::exports::c5c3::memcached::controller;
+mod controller_bindings {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "controller-logic",
+    });
+}
+
 use bindings::exports::c5c3::memcached::errors as wit;
-pub use bindings::exports::c5c3::memcached::controller::{KindInfo, ModuleManifest, ObjectRef};
+use controller_bindings::exports::c5c3::memcached::controller;
+use controller_bindings::exports::c5c3::memcached::errors as controller_wit;
+pub use controller_bindings::exports::c5c3::memcached::controller::{KindInfo, ModuleManifest, ObjectRef};
 
 /// The component `make build` produced, baked into the binary.
 pub static BUILTIN_COMPONENT: &[u8] = include_bytes!(env!("MEMCACHED_WASM_PATH"));
@@ -48,7 +60,7 @@ pub enum LoadError {
     Engine(wasmtime::Error),
     #[error("compiling the logic module: {0:#}")]
     Compile(wasmtime::Error),
-    #[error("the logic module does not fit the memcached-logic world (its imports or exports differ): {0:#}")]
+    #[error("the logic module does not export the controller contract, or imports something (a logic module must import nothing): {0:#}")]
     Link(wasmtime::Error),
 }
 
@@ -70,7 +82,9 @@ struct CallState {
 /// A loaded logic module, ready to instantiate. Cheap to share behind an `Arc`.
 pub struct LogicModule {
     engine: Engine,
-    pre: bindings::MemcachedLogicPre<CallState>,
+    controller_pre: controller_bindings::ControllerLogicPre<CallState>,
+    /// Only for modules that also export the typed `memcached` interface.
+    memcached_pre: Option<bindings::MemcachedLogicPre<CallState>>,
     ticker_stop: Arc<AtomicBool>,
 }
 
@@ -97,22 +111,39 @@ impl LogicModule {
         let component = Component::new(&engine, bytes).map_err(LoadError::Compile)?;
         let linker: Linker<CallState> = Linker::new(&engine);
         let instance_pre = linker.instantiate_pre(&component).map_err(LoadError::Link)?;
-        let pre = bindings::MemcachedLogicPre::new(instance_pre).map_err(LoadError::Link)?;
+        let controller_pre =
+            controller_bindings::ControllerLogicPre::new(instance_pre.clone()).map_err(LoadError::Link)?;
+        let memcached_pre = bindings::MemcachedLogicPre::new(instance_pre).ok();
         let ticker_stop = Arc::new(AtomicBool::new(false));
         spawn_epoch_ticker(&engine, ticker_stop.clone());
-        Ok(Self { engine, pre, ticker_stop })
+        Ok(Self { engine, controller_pre, memcached_pre, ticker_stop })
     }
 
-    /// A fresh instance in its own store. Use one per call (or per
-    /// reconcile): a trap poisons only this instance.
-    pub fn instance(&self) -> CallResult<Instance> {
+    fn new_store(&self) -> Store<CallState> {
         let limits = StoreLimitsBuilder::new().memory_size(MEMORY_LIMIT_BYTES).instances(4).build();
         let mut store = Store::new(&self.engine, CallState { limits });
         store.limiter(|state| &mut state.limits);
         store.set_epoch_deadline(DEADLINE_TICKS);
         store.epoch_deadline_trap();
-        let bindings = self.pre.instantiate(&mut store).map_err(CallError::Module)?;
+        store
+    }
+
+    /// A fresh instance of the typed `memcached` interface in its own store.
+    /// Use one per call (or per reconcile): a trap poisons only this instance.
+    pub fn instance(&self) -> CallResult<Instance> {
+        let pre = self.memcached_pre.as_ref().ok_or_else(|| {
+            CallError::Module(wasmtime::Error::msg("this logic module does not export the memcached interface"))
+        })?;
+        let mut store = self.new_store();
+        let bindings = pre.instantiate(&mut store).map_err(CallError::Module)?;
         Ok(Instance { store, bindings })
+    }
+
+    /// A fresh instance of the generic controller contract, in its own store.
+    pub fn controller(&self) -> CallResult<ControllerInstance> {
+        let mut store = self.new_store();
+        let bindings = self.controller_pre.instantiate(&mut store).map_err(CallError::Module)?;
+        Ok(ControllerInstance { store, bindings })
     }
 }
 
@@ -165,6 +196,11 @@ fn field_errors(list: Vec<wit::FieldError>) -> Vec<FieldError> {
     list.into_iter().map(|e| FieldError { path: e.path, message: e.message }).collect()
 }
 
+fn controller_field_errors(list: Vec<controller_wit::FieldError>) -> Vec<FieldError> {
+    list.into_iter().map(|e| FieldError { path: e.path, message: e.message }).collect()
+}
+
+// Each bindgen world has its own copy of the `errors` types.
 impl From<wit::Error> for LogicError {
     fn from(error: wit::Error) -> Self {
         match error {
@@ -175,8 +211,18 @@ impl From<wit::Error> for LogicError {
     }
 }
 
+impl From<controller_wit::Error> for LogicError {
+    fn from(error: controller_wit::Error) -> Self {
+        match error {
+            controller_wit::Error::Malformed(list) => LogicError::Malformed(controller_field_errors(list)),
+            controller_wit::Error::Invalid(list) => LogicError::Invalid(controller_field_errors(list)),
+            controller_wit::Error::Unsupported(message) => LogicError::Unsupported(message),
+        }
+    }
+}
+
 /// Flattens wasmtime's outer error (trap) and the guest's answer.
-fn answer<T>(result: wasmtime::Result<Result<T, wit::Error>>) -> CallResult<T> {
+fn answer<T, E: Into<LogicError>>(result: wasmtime::Result<Result<T, E>>) -> CallResult<T> {
     match result {
         Ok(Ok(value)) => Ok(value),
         Ok(Err(error)) => Err(CallError::Logic(error.into())),
@@ -184,20 +230,20 @@ fn answer<T>(result: wasmtime::Result<Result<T, wit::Error>>) -> CallResult<T> {
     }
 }
 
+/// The store, with a fresh deadline: the timeout is per call, even on an
+/// instance that is reused for many.
+fn armed(store: &mut Store<CallState>) -> &mut Store<CallState> {
+    store.set_epoch_deadline(DEADLINE_TICKS);
+    store
+}
+
 impl Instance {
-    /// The store, with a fresh deadline: the timeout is per call, even on an
-    /// instance that is reused for many.
     fn armed_store(&mut self) -> &mut Store<CallState> {
-        self.store.set_epoch_deadline(DEADLINE_TICKS);
-        &mut self.store
+        armed(&mut self.store)
     }
 
     fn memcached(&self) -> &bindings::exports::c5c3::memcached::memcached::Guest {
         self.bindings.c5c3_memcached_memcached()
-    }
-
-    fn controller(&self) -> &controller::Guest {
-        self.bindings.c5c3_memcached_controller()
     }
 
     pub fn render(&mut self, memcached: &str) -> CallResult<Vec<String>> {
@@ -272,6 +318,23 @@ impl Instance {
         let guest = self.memcached().clone();
         answer(guest.call_compute_status(self.armed_store(), memcached, deployment, secrets, now))
     }
+}
+
+/// One instance of the generic controller contract. Every method is one
+/// call into the guest.
+pub struct ControllerInstance {
+    store: Store<CallState>,
+    bindings: controller_bindings::ControllerLogic,
+}
+
+impl ControllerInstance {
+    fn armed_store(&mut self) -> &mut Store<CallState> {
+        armed(&mut self.store)
+    }
+
+    fn controller(&self) -> &controller::Guest {
+        self.bindings.c5c3_memcached_controller()
+    }
 
     pub fn manifest(&mut self) -> CallResult<ModuleManifest> {
         let guest = self.controller().clone();
@@ -323,4 +386,26 @@ pub enum Guard {
     NetworkPolicy,
     Pdb,
     Hpa,
+}
+
+/// The one place the running operator gets its logic module from. Every
+/// reconcile takes the module current at its start, so a module swapped in
+/// at run time serves the next reconcile while calls in flight finish on
+/// the old one.
+#[derive(Clone)]
+pub struct ModuleHandle(Arc<arc_swap::ArcSwap<LogicModule>>);
+
+impl ModuleHandle {
+    pub fn new(module: LogicModule) -> Self {
+        Self(Arc::new(arc_swap::ArcSwap::from_pointee(module)))
+    }
+
+    pub fn current(&self) -> Arc<LogicModule> {
+        self.0.load_full()
+    }
+
+    /// Replaces the module for every later call.
+    pub fn swap(&self, module: LogicModule) {
+        self.0.store(Arc::new(module));
+    }
 }

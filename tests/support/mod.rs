@@ -6,7 +6,7 @@ pub mod server;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use memcached_operator::module::{Instance, LogicModule};
+use memcached_operator::module::{ControllerInstance, Instance, LogicModule};
 use serde_json::Value;
 
 /// The folder of this crate (`tests/`).
@@ -60,6 +60,11 @@ pub fn module() -> &'static LogicModule {
 /// A fresh instance, as the operator makes one per call.
 pub fn instance() -> Instance {
     module().instance().expect("the component instantiates")
+}
+
+/// A fresh instance of the generic controller contract, as the operator uses.
+pub fn controller() -> ControllerInstance {
+    module().controller().expect("the component instantiates")
 }
 
 pub fn parse(text: &str) -> Value {
