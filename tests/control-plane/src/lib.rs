@@ -575,10 +575,10 @@ impl ControlPlane {
         }
         if std::env::var_os("CONTROL_PLANE_KEEP_DIR").is_some() {
             tracing::info!(dir = %self.dir.display(), "keeping the control plane's dir");
-        } else if self.dir.exists() {
-            if let Err(e) = std::fs::remove_dir_all(&self.dir) {
-                tracing::warn!(dir = %self.dir.display(), error = %e, "could not remove the control plane's dir");
-            }
+        } else if self.dir.exists()
+            && let Err(e) = std::fs::remove_dir_all(&self.dir)
+        {
+            tracing::warn!(dir = %self.dir.display(), error = %e, "could not remove the control plane's dir");
         }
     }
 }
@@ -604,10 +604,10 @@ pub fn repo_root() -> PathBuf {
 /// The folder with the four binaries: KUBEBUILDER_ASSETS when it has them all,
 /// else whatever scripts/envtest.sh prints (it builds what is missing).
 pub fn find_assets() -> Result<PathBuf, Error> {
-    if let Some(dir) = std::env::var_os("KUBEBUILDER_ASSETS").map(PathBuf::from) {
-        if BINARIES.iter().all(|b| dir.join(b).is_file()) {
-            return Ok(dir);
-        }
+    if let Some(dir) = std::env::var_os("KUBEBUILDER_ASSETS").map(PathBuf::from)
+        && BINARIES.iter().all(|b| dir.join(b).is_file())
+    {
+        return Ok(dir);
     }
     let script = repo_root().join("scripts/envtest.sh");
     let output = Command::new("bash")
