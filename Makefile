@@ -6,6 +6,9 @@ WASM := target/memcached.wasm
 OPERATOR := target/release/memcached-operator
 CRD := deploy/crd/memcached.c5c3.io_memcacheds.yaml
 GUEST_SOURCES := $(shell find guest/src wit -type f) guest/Cargo.toml Cargo.lock
+# A second, tiny logic module (another CRD) the host tests load.
+TEST_MODULE := target/greeting.wasm
+TEST_MODULE_SOURCES := $(shell find tests/modules/greeting/src wit -type f) tests/modules/greeting/Cargo.toml
 
 .PHONY: all build wasm test manifests bench run envtest clean
 .PHONY: playground playground-serve test-embeddings test-browser
@@ -23,9 +26,17 @@ $(WASM): $(GUEST_SOURCES) scripts/build-wasm.sh
 $(OPERATOR): $(WASM) $(shell find host/src -type f) host/Cargo.toml host/build.rs
 	$(CARGO) build --release -p memcached-operator
 
-## test: every test, from a fresh clone (installs what is missing first)
-test: build test-embeddings test-browser
-	$(CARGO) test --release --workspace --no-fail-fast
+$(TEST_MODULE): $(TEST_MODULE_SOURCES) scripts/build-wasm.sh
+	bash scripts/build-wasm.sh tests/modules/greeting greeting-logic $(TEST_MODULE)
+
+## test: every test, from a fresh clone (installs what is missing first).
+## Every suite runs even when an earlier one fails; the exit status says if any did.
+test: build $(TEST_MODULE)
+	@status=0; \
+	$(CARGO) test --release --workspace --no-fail-fast || status=1; \
+	$(MAKE) --no-print-directory test-embeddings || status=1; \
+	$(MAKE) --no-print-directory test-browser || status=1; \
+	exit $$status
 
 # The same component in the browser, Node.js and Python (issue 3). npm ci and
 # a venv under target/ install their pinned dependencies; the stamps are files

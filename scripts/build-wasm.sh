@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the guest for wasm32-unknown-unknown and turns it into a component
-# with zero imports at target/memcached.wasm.
+# Builds a logic module for wasm32-unknown-unknown and turns it into a
+# component with zero imports: by default the guest, at target/memcached.wasm;
+# `build-wasm.sh DIR PACKAGE OUT` builds another (the tests' second module).
 #
 # With a rustup toolchain that has the wasm32-unknown-unknown target, that
 # toolchain builds it. Otherwise (this project's machines: rustup's target
@@ -9,8 +10,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-out=target/memcached.wasm
-core=target/wasm/wasm32-unknown-unknown/release/memcached_logic.wasm
+dir=${1:-guest}
+package=${2:-memcached-logic}
+out=${3:-target/memcached.wasm}
+root=$(pwd)
+core=target/wasm/wasm32-unknown-unknown/release/${package//-/_}.wasm
 
 # The guest wants speed and size: fat LTO, one codegen unit, and no
 # unwinding machinery (a panic traps; the guest is written not to panic).
@@ -23,16 +27,16 @@ export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="-C link-arg=--initial-memo
 
 if rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown; then
     echo "build-wasm: using rustup's wasm32-unknown-unknown target" >&2
-    cargo build --release -p memcached-logic --lib --target wasm32-unknown-unknown --target-dir target/wasm
+    cargo build --release -p "$package" --lib --target wasm32-unknown-unknown --target-dir target/wasm
 else
     if [ ! -x /usr/bin/cargo ] || [ ! -d /usr/lib/rustlib/src/rust/library ]; then
         bash scripts/install-deps.sh wasm
     fi
     echo "build-wasm: using Debian's rustc-web with -Zbuild-std" >&2
     # /usr/bin first, so that this cargo runs its own rustc, not rustup's.
-    (cd guest && PATH=/usr/bin:$PATH RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1 \
+    (cd "$dir" && PATH=/usr/bin:$PATH RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1 \
         /usr/bin/cargo build --release --lib --target wasm32-unknown-unknown \
-        -Zbuild-std=std,panic_abort --target-dir ../target/wasm)
+        -Zbuild-std=std,panic_abort --target-dir "$root/target/wasm")
 fi
 
 cargo run --quiet --release -p componentize -- "$core" "$out"
