@@ -12,6 +12,7 @@ use kube::ResourceExt;
 use serde_json::Value;
 
 use super::caches::Cache;
+use crate::module::CallError;
 use super::compare::same_ignoring_nulls;
 use super::{Context, ParentView, ReconcileError};
 
@@ -98,10 +99,23 @@ pub async fn create_or_update(
                     source,
                 })?;
                 let current_json = current.as_ref().map(|c| kind.to_json(c));
-                desired = ctx
-                    .call("desired", |m| m.desired(kind.name(), parent.json, current_json.as_deref(), parent.related))
-                    .map_err(|source| ReconcileError::Module { function: "desired", source })?
-                    .ok_or_else(|| ReconcileError::Vanished { kind: kind.name().to_owned() })?;
+                let answer =
+                    ctx.call("desired", |m| m.desired(kind.name(), parent.json, current_json.as_deref(), parent.related));
+                desired = match answer {
+                    Ok(Some(desired)) => desired,
+                    Ok(None) => return Err(ReconcileError::Vanished { kind: kind.name().to_owned() }),
+                    // The module refuses the object as it is now (e.g. it
+                    // has another controller): say which object.
+                    Err(CallError::Logic(source)) => {
+                        return Err(ReconcileError::Refused {
+                            kind: kind.name().to_owned(),
+                            namespace: parent.namespace.to_owned(),
+                            name,
+                            source,
+                        });
+                    }
+                    Err(source) => return Err(ReconcileError::Module { function: "desired", source }),
+                };
             }
             Err(source) => {
                 ctx.metrics.wrote(kind.name(), "failed");

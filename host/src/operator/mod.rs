@@ -61,6 +61,8 @@ pub enum ReconcileError {
     Module { function: &'static str, source: CallError },
     #[error("{verb} {kind} {namespace}/{name}: {source}")]
     Api { verb: &'static str, kind: String, namespace: String, name: String, source: kube::Error },
+    #[error("{kind} {namespace}/{name}: {source}")]
+    Refused { kind: String, namespace: String, name: String, source: memcached_logic::Error },
     #[error("{kind} {namespace}/{name}: still conflicting after {attempts} attempts")]
     Conflict { kind: String, namespace: String, name: String, attempts: u32 },
     #[error("the module answered a {kind} that is not a Kubernetes object: {source}")]

@@ -1,0 +1,302 @@
+//! Running the operator in-process against a real kube-apiserver
+//! (tests/control-plane): one namespace per test, one operator per test
+//! watching only that namespace, as the `memcached-operator` user (bound to
+//! cluster-admin here; deploy/'s least-privilege RBAC has its own test), so
+//! the API server's audit log tells its requests from the test's.
+
+#![allow(dead_code)]
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use control_plane::{ControlPlane, User};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
+use kube::{Client, ResourceExt};
+use memcached_operator::module::{LogicModule, ModuleHandle};
+use memcached_operator::operator::api_requests::CountRequestsLayer;
+use memcached_operator::operator::metrics::Metrics;
+use memcached_operator::operator::{self, OperatorError, Options};
+use serde_json::{json, Value};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+pub const OPERATOR_USER: &str = "memcached-operator";
+pub const WAIT: Duration = Duration::from_secs(30);
+
+pub fn gvk(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
+    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
+}
+
+pub fn memcached_resource() -> ApiResource {
+    gvk("memcached.c5c3.io", "v1alpha1", "Memcached", "memcacheds")
+}
+
+/// Every owned kind: (name, resource), in reconcile order.
+pub fn owned_kinds() -> Vec<(&'static str, ApiResource)> {
+    vec![
+        ("Deployment", gvk("apps", "v1", "Deployment", "deployments")),
+        ("Service", gvk("", "v1", "Service", "services")),
+        ("PodDisruptionBudget", gvk("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets")),
+        ("HorizontalPodAutoscaler", gvk("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers")),
+        ("ServiceMonitor", gvk("monitoring.coreos.com", "v1", "ServiceMonitor", "servicemonitors")),
+        ("NetworkPolicy", gvk("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies")),
+    ]
+}
+
+pub fn secret_resource() -> ApiResource {
+    gvk("", "v1", "Secret", "secrets")
+}
+
+/// Lets the operator user do anything: these tests are about behaviour.
+pub async fn grant_operator_everything(plane: &ControlPlane) {
+    plane
+        .apply_yaml(&format!(
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {{name: test-operator-cluster-admin}}\n\
+             roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}}\n\
+             subjects: [{{apiGroup: rbac.authorization.k8s.io, kind: User, name: {OPERATOR_USER}}}]\n"
+        ))
+        .await
+        .expect("binding the operator user");
+    plane
+        .wait_until_allowed(User::Operator, "create", "apps", "deployments", Some("default"))
+        .await
+        .expect("RBAC reaches the authorizer");
+}
+
+pub fn options(namespace: &str) -> Options {
+    Options {
+        namespace: Some(namespace.to_owned()),
+        metrics_address: "127.0.0.1:0".parse().expect("an address"),
+        health_address: "127.0.0.1:0".parse().expect("an address"),
+        leader_election: None,
+        concurrency: 2,
+        resync_period: Duration::from_secs(3600),
+        controller_name: "memcached-operator".to_owned(),
+    }
+}
+
+/// An operator running in this process until stopped or dropped.
+pub struct Running {
+    pub metrics: Arc<Metrics>,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<Result<(), OperatorError>>>,
+}
+
+impl Running {
+    pub async fn start(plane: &ControlPlane, module: LogicModule, options: Options) -> Self {
+        let client = plane.client(User::Operator).await.expect("an operator client");
+        Self::start_with_client(client, module, options)
+    }
+
+    pub fn start_with_client(client: Client, module: LogicModule, options: Options) -> Self {
+        let metrics = Arc::new(Metrics::default());
+        let (stop, stopped) = oneshot::channel::<()>();
+        let shutdown = async move {
+            let _ = stopped.await;
+        };
+        let task = tokio::spawn(operator::run(client, ModuleHandle::new(module), metrics.clone(), options, shutdown));
+        Self { metrics, stop: Some(stop), task: Some(task) }
+    }
+
+    /// Graceful shutdown; the operator's own result.
+    pub async fn stop(mut self) -> Result<(), OperatorError> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let task = self.task.take().expect("running");
+        tokio::time::timeout(WAIT, task).await.expect("stops in time").expect("the task did not panic")
+    }
+
+    /// Reconciles finished so far, by result.
+    pub fn reconciles(&self, result: &str) -> u64 {
+        metric_value(&self.metrics.encode(), "memcached_operator_reconciles_total", &format!("result=\"{result}\""))
+    }
+
+    pub fn metric(&self, name: &str, labels: &str) -> u64 {
+        metric_value(&self.metrics.encode(), name, labels)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(task) = &self.task {
+            task.abort();
+        }
+    }
+}
+
+/// The sum of the samples of `name` whose labels contain `labels`.
+pub fn metric_value(text: &str, name: &str, labels: &str) -> u64 {
+    text.lines()
+        .filter(|line| line.starts_with(name) && line.contains(labels))
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as u64
+}
+
+/// A client that counts its requests into `metrics`, as the binary's does.
+pub async fn counting_client(plane: &ControlPlane, user: User, metrics: Arc<Metrics>) -> Client {
+    let config = kube::Config::from_custom_kubeconfig(
+        kube::config::Kubeconfig::read_from(plane.kubeconfig(user)).expect("reading the kubeconfig"),
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await
+    .expect("a client config");
+    kube::client::ClientBuilder::try_from(config)
+        .expect("a client builder")
+        .with_layer(&CountRequestsLayer::new(metrics))
+        .build()
+}
+
+/// Polls `check` until it answers `Some`, or fails the test after `WAIT`.
+pub async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + WAIT;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The shared control plane, our CRDs, the operator user bound, and a fresh
+/// namespace with an admin client.
+pub struct TestNamespace {
+    pub plane: &'static ControlPlane,
+    pub client: Client,
+    pub namespace: String,
+}
+
+impl TestNamespace {
+    pub async fn new(prefix: &str) -> Self {
+        let plane = ControlPlane::shared();
+        plane.install_crds().await.expect("installing the CRDs");
+        grant_operator_everything(plane).await;
+        Self::on(plane, prefix).await
+    }
+
+    pub async fn on(plane: &'static ControlPlane, prefix: &str) -> Self {
+        let namespace = plane.create_namespace(prefix).await.expect("a namespace");
+        let client = plane.client(User::Admin).await.expect("an admin client");
+        Self { plane, client, namespace }
+    }
+
+    pub fn api(&self, resource: &ApiResource) -> Api<DynamicObject> {
+        Api::namespaced_with(self.client.clone(), &self.namespace, resource)
+    }
+
+    pub fn memcacheds(&self) -> Api<DynamicObject> {
+        self.api(&memcached_resource())
+    }
+
+    pub async fn start_operator(&self) -> Running {
+        Running::start(self.plane, LogicModule::builtin().expect("the built-in module"), options(&self.namespace)).await
+    }
+
+    /// Creates a Memcached named `name` with `spec`.
+    pub async fn create_memcached(&self, name: &str, spec: Value) -> DynamicObject {
+        let object = json!({"apiVersion": "memcached.c5c3.io/v1alpha1", "kind": "Memcached",
+                            "metadata": {"name": name}, "spec": spec});
+        let object: DynamicObject = serde_json::from_value(object).expect("a DynamicObject");
+        self.memcacheds().create(&PostParams::default(), &object).await.expect("creating the Memcached")
+    }
+
+    /// Replaces the CR's spec with `spec` (a PUT of the whole object).
+    pub async fn set_spec(&self, name: &str, spec: Value) -> DynamicObject {
+        let mut current = self.memcacheds().get(name).await.expect("reading the Memcached");
+        current.data["spec"] = spec;
+        self.memcacheds().replace(name, &PostParams::default(), &current).await.expect("replacing the Memcached")
+    }
+
+    pub async fn create_secret(&self, name: &str, data: Value) {
+        let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}, "stringData": data});
+        let secret: DynamicObject = serde_json::from_value(secret).expect("a Secret");
+        self.api(&secret_resource()).create(&PostParams::default(), &secret).await.expect("creating a Secret");
+    }
+
+    pub async fn get(&self, resource: &ApiResource, name: &str) -> Option<DynamicObject> {
+        self.api(resource).get_opt(name).await.expect("reading an object")
+    }
+
+    /// The live object of `kind` named `name`, once it exists.
+    pub async fn wait_for(&self, kind: &str, name: &str) -> DynamicObject {
+        let resource = resource_of(kind);
+        eventually(&format!("{kind} {name} to exist"), || async { self.get(&resource, name).await }).await
+    }
+
+    pub async fn wait_gone(&self, kind: &str, name: &str) {
+        let resource = resource_of(kind);
+        eventually(&format!("{kind} {name} to be gone"), || async {
+            self.get(&resource, name).await.is_none().then_some(())
+        })
+        .await
+    }
+
+    /// Waits until the CR's status has seen its current generation and
+    /// `check` accepts the status; returns the status.
+    pub async fn wait_status(&self, name: &str, check: impl Fn(&Value) -> bool) -> Value {
+        eventually(&format!("the status of {name}"), || async {
+            let cr = self.memcacheds().get(name).await.ok()?;
+            let generation = cr.metadata.generation?;
+            let status = cr.data.get("status")?.clone();
+            (status["observedGeneration"] == json!(generation) && check(&status)).then_some(status)
+        })
+        .await
+    }
+
+    /// Event notes recorded on objects in this namespace, by reason.
+    pub async fn event_notes(&self, reason: &str) -> Vec<String> {
+        let events = self.api(&gvk("events.k8s.io", "v1", "Event", "events"));
+        let list = events.list(&Default::default()).await.expect("listing events");
+        list.items
+            .iter()
+            .filter(|e| e.data["reason"] == json!(reason))
+            .filter_map(|e| e.data["note"].as_str().map(str::to_owned))
+            .collect()
+    }
+
+    /// Writes by the operator in this namespace since `mark`.
+    pub async fn operator_writes(&self, mark: control_plane::AuditMark) -> Vec<control_plane::AuditEvent> {
+        self.plane.audit_sync().await.expect("the audit log catches up");
+        self.plane
+            .writes_by(OPERATOR_USER, mark)
+            .expect("reading the audit log")
+            .into_iter()
+            .filter(|e| e.namespace.as_deref() == Some(self.namespace.as_str()))
+            .collect()
+    }
+}
+
+pub fn resource_of(kind: &str) -> ApiResource {
+    owned_kinds()
+        .into_iter()
+        .find(|(name, _)| *name == kind)
+        .map(|(_, resource)| resource)
+        .unwrap_or_else(|| panic!("unknown kind {kind}"))
+}
+
+/// A condition of a status by type.
+pub fn condition<'a>(status: &'a Value, type_: &str) -> &'a Value {
+    status["conditions"]
+        .as_array()
+        .and_then(|conditions| conditions.iter().find(|c| c["type"] == json!(type_)))
+        .unwrap_or(&Value::Null)
+}
+
+pub fn controller_uid(object: &DynamicObject) -> Option<String> {
+    object.owner_references().iter().find(|r| r.controller == Some(true)).map(|r| r.uid.clone())
+}
+
+impl TestNamespace {
+    pub async fn wait_gone_memcached(&self, name: &str) {
+        eventually(&format!("Memcached {name} to be gone"), || async {
+            self.memcacheds().get_opt(name).await.ok()?.is_none().then_some(())
+        })
+        .await
+    }
+}
