@@ -11,71 +11,8 @@ use std::collections::BTreeMap;
 
 use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::ResourceExt;
-use memcached_logic::exports;
-use memcached_operator::operator::compare::same_ignoring_nulls;
 use operator_support::*;
 use serde_json::{json, Value};
-
-fn everything_spec() -> Value {
-    let path = control_plane::repo_root().join("deploy/samples/everything.yaml");
-    let text = std::fs::read_to_string(&path).expect("reading the everything sample");
-    let cr: Value = serde_norway::from_str(&text).expect("the sample is YAML");
-    cr["spec"].clone()
-}
-
-async fn create_everything_secrets(ns: &TestNamespace) {
-    ns.create_secret("memcached-sasl", json!({"memcached-sasl-db": "user:password"})).await;
-    ns.create_secret("memcached-tls", json!({"tls.crt": "crt", "tls.key": "key", "ca.crt": "ca"})).await;
-}
-
-/// The JSON the module reads: the object with its apiVersion and kind.
-fn with_type(object: &DynamicObject, api_version: &str, kind: &str) -> String {
-    let mut value = serde_json::to_value(object).expect("an object serializes");
-    value["apiVersion"] = json!(api_version);
-    value["kind"] = json!(kind);
-    value.to_string()
-}
-
-/// Waits until the operator has converged on the CR's current spec: the
-/// status saw this generation, and every owned kind exists exactly when the
-/// module wants it and equals what the module builds from the live object
-/// (a fixed point: nothing left to write). Returns the live objects by kind.
-async fn converged(ns: &TestNamespace, name: &str) -> BTreeMap<&'static str, DynamicObject> {
-    eventually(&format!("{name} to converge"), || async {
-        let cr = ns.memcacheds().get(name).await.ok()?;
-        let status = cr.data.get("status")?;
-        if status["observedGeneration"] != json!(cr.metadata.generation?) {
-            return None;
-        }
-        let cr_json = with_type(&cr, "memcached.c5c3.io/v1alpha1", "Memcached");
-        let mut secrets = Vec::new();
-        for reference in exports::references(&cr_json).ok()? {
-            if let Some(secret) = ns.get(&secret_resource(), &reference.name).await {
-                secrets.push(with_type(&secret, "v1", "Secret"));
-            }
-        }
-        let mut live = BTreeMap::new();
-        for (kind, resource) in owned_kinds() {
-            let object = ns.get(&resource, name).await;
-            let current = object.as_ref().map(|o| with_type(o, &resource.api_version, kind));
-            let desired = exports::desired(kind, &cr_json, current.as_deref(), &secrets).ok()?;
-            match (desired, current) {
-                (None, None) => {}
-                (Some(desired), Some(current)) => {
-                    let desired: Value = serde_json::from_str(&desired).ok()?;
-                    let current: Value = serde_json::from_str(&current).ok()?;
-                    if !same_ignoring_nulls(&desired, &current) {
-                        return None;
-                    }
-                    live.insert(kind, object?);
-                }
-                _ => return None,
-            }
-        }
-        Some(live)
-    })
-    .await
-}
 
 fn port_names(object: &DynamicObject, pointer: &str) -> Vec<String> {
     object.data.pointer(pointer).and_then(Value::as_array).into_iter().flatten()

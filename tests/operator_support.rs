@@ -6,6 +6,7 @@
 
 #![allow(dead_code)]
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,7 +14,9 @@ use std::time::{Duration, Instant};
 use control_plane::{ControlPlane, User};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use kube::{Client, ResourceExt};
+use memcached_logic::exports;
 use memcached_operator::module::{LogicModule, ModuleHandle};
+use memcached_operator::operator::compare::same_ignoring_nulls;
 use memcached_operator::operator::api_requests::CountRequestsLayer;
 use memcached_operator::operator::metrics::Metrics;
 use memcached_operator::operator::{self, OperatorError, Options};
@@ -149,12 +152,20 @@ pub async fn counting_client(plane: &ControlPlane, user: User, metrics: Arc<Metr
 }
 
 /// Polls `check` until it answers `Some`, or fails the test after `WAIT`.
-pub async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+pub async fn eventually<T, F, Fut>(what: &str, check: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
 {
-    let deadline = Instant::now() + WAIT;
+    eventually_within(WAIT, what, check).await
+}
+
+pub async fn eventually_within<T, F, Fut>(wait: Duration, what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + wait;
     loop {
         if let Some(value) = check().await {
             return value;
@@ -166,21 +177,23 @@ where
 
 /// The shared control plane, our CRDs, the operator user bound, and a fresh
 /// namespace with an admin client.
-pub struct TestNamespace {
-    pub plane: &'static ControlPlane,
+pub struct TestNamespace<'a> {
+    pub plane: &'a ControlPlane,
     pub client: Client,
     pub namespace: String,
 }
 
-impl TestNamespace {
+impl TestNamespace<'static> {
     pub async fn new(prefix: &str) -> Self {
         let plane = ControlPlane::shared();
         plane.install_crds().await.expect("installing the CRDs");
         grant_operator_everything(plane).await;
         Self::on(plane, prefix).await
     }
+}
 
-    pub async fn on(plane: &'static ControlPlane, prefix: &str) -> Self {
+impl<'a> TestNamespace<'a> {
+    pub async fn on(plane: &'a ControlPlane, prefix: &str) -> Self {
         let namespace = plane.create_namespace(prefix).await.expect("a namespace");
         let client = plane.client(User::Admin).await.expect("an admin client");
         Self { plane, client, namespace }
@@ -240,13 +253,19 @@ impl TestNamespace {
     /// Waits until the CR's status has seen its current generation and
     /// `check` accepts the status; returns the status.
     pub async fn wait_status(&self, name: &str, check: impl Fn(&Value) -> bool) -> Value {
-        eventually(&format!("the status of {name}"), || async {
-            let cr = self.memcacheds().get(name).await.ok()?;
-            let generation = cr.metadata.generation?;
-            let status = cr.data.get("status")?.clone();
-            (status["observedGeneration"] == json!(generation) && check(&status)).then_some(status)
-        })
-        .await
+        let deadline = Instant::now() + WAIT;
+        let mut last = Value::Null;
+        loop {
+            if let Ok(cr) = self.memcacheds().get(name).await {
+                let generation = cr.metadata.generation;
+                last = cr.data.get("status").cloned().unwrap_or(Value::Null);
+                if generation.is_some() && last["observedGeneration"] == json!(generation) && check(&last) {
+                    return last;
+                }
+            }
+            assert!(Instant::now() < deadline, "timed out waiting for the status of {name}; last seen: {last:#}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     /// Event notes recorded on objects in this namespace, by reason.
@@ -292,7 +311,7 @@ pub fn controller_uid(object: &DynamicObject) -> Option<String> {
     object.owner_references().iter().find(|r| r.controller == Some(true)).map(|r| r.uid.clone())
 }
 
-impl TestNamespace {
+impl TestNamespace<'_> {
     pub async fn wait_gone_memcached(&self, name: &str) {
         eventually(&format!("Memcached {name} to be gone"), || async {
             self.memcacheds().get_opt(name).await.ok()?.is_none().then_some(())
@@ -300,3 +319,65 @@ impl TestNamespace {
         .await
     }
 }
+
+pub fn everything_spec() -> Value {
+    let path = control_plane::repo_root().join("deploy/samples/everything.yaml");
+    let text = std::fs::read_to_string(&path).expect("reading the everything sample");
+    let cr: Value = serde_norway::from_str(&text).expect("the sample is YAML");
+    cr["spec"].clone()
+}
+
+pub async fn create_everything_secrets(ns: &TestNamespace<'_>) {
+    ns.create_secret("memcached-sasl", json!({"memcached-sasl-db": "user:password"})).await;
+    ns.create_secret("memcached-tls", json!({"tls.crt": "crt", "tls.key": "key", "ca.crt": "ca"})).await;
+}
+
+/// The JSON the module reads: the object with its apiVersion and kind.
+pub fn with_type(object: &DynamicObject, api_version: &str, kind: &str) -> String {
+    let mut value = serde_json::to_value(object).expect("an object serializes");
+    value["apiVersion"] = json!(api_version);
+    value["kind"] = json!(kind);
+    value.to_string()
+}
+
+/// Waits until the operator has converged on the CR's current spec: the
+/// status saw this generation, and every owned kind exists exactly when the
+/// module wants it and equals what the module builds from the live object
+/// (a fixed point: nothing left to write). Returns the live objects by kind.
+pub async fn converged(ns: &TestNamespace<'_>, name: &str) -> BTreeMap<&'static str, DynamicObject> {
+    eventually(&format!("{name} to converge"), || async {
+        let cr = ns.memcacheds().get(name).await.ok()?;
+        let status = cr.data.get("status")?;
+        if status["observedGeneration"] != json!(cr.metadata.generation?) {
+            return None;
+        }
+        let cr_json = with_type(&cr, "memcached.c5c3.io/v1alpha1", "Memcached");
+        let mut secrets = Vec::new();
+        for reference in exports::references(&cr_json).ok()? {
+            if let Some(secret) = ns.get(&secret_resource(), &reference.name).await {
+                secrets.push(with_type(&secret, "v1", "Secret"));
+            }
+        }
+        let mut live = BTreeMap::new();
+        for (kind, resource) in owned_kinds() {
+            let object = ns.get(&resource, name).await;
+            let current = object.as_ref().map(|o| with_type(o, &resource.api_version, kind));
+            let desired = exports::desired(kind, &cr_json, current.as_deref(), &secrets).ok()?;
+            match (desired, current) {
+                (None, None) => {}
+                (Some(desired), Some(current)) => {
+                    let desired: Value = serde_json::from_str(&desired).ok()?;
+                    let current: Value = serde_json::from_str(&current).ok()?;
+                    if !same_ignoring_nulls(&desired, &current) {
+                        return None;
+                    }
+                    live.insert(kind, object?);
+                }
+                _ => return None,
+            }
+        }
+        Some(live)
+    })
+    .await
+}
+
