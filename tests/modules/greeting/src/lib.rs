@@ -1,8 +1,9 @@
 //! The `Greeting` module: `example.c5c3.io/v1` `Greeting` owns one ConfigMap
 //! named after it holding `spec.message`, and reads the Secret named by
 //! `spec.signatureSecret` (the ConfigMap says whether it exists). An empty
-//! message means the ConfigMap must not exist. Nothing here knows of
-//! Memcached, and the host knows nothing of Greetings.
+//! message means the ConfigMap must not exist; the message `trap` makes the
+//! module trap (the host's tests need a failing module). Nothing here knows
+//! of Memcached, and the host knows nothing of Greetings.
 
 #[cfg(target_arch = "wasm32")]
 mod component;
@@ -60,6 +61,10 @@ pub fn desired(kind: &str, parent: &str, current: Option<&str>, related: &[Strin
     let secret = signature_secret(&parent)?;
     if message.is_empty() {
         return Ok(None);
+    }
+    // For the host's tests: a module that traps. The host must survive it.
+    if message == "trap" {
+        panic!("asked to trap");
     }
     let name = str_at(&parent, "/metadata/name").ok_or_else(|| Error::Invalid("metadata.name".into(), "required".into()))?;
     let mut object = match current {
