@@ -1,0 +1,167 @@
+//! The operator binary as a cluster runs it: JSON logs on stderr, probes and
+//! metrics over HTTP, leader election between two replicas on a Lease, and a
+//! graceful stop on SIGTERM that hands the lease over at once.
+
+#[path = "operator_support.rs"]
+mod operator_support;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use control_plane::User;
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::Api;
+use operator_support::*;
+use serde_json::{json, Value};
+
+/// One `memcached-operator run` process; killed if the test fails.
+struct Process {
+    child: Child,
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Process {
+    fn start(ns: &TestNamespace<'_>) -> Self {
+        let binary = control_plane::repo_root().join("target/release/memcached-operator");
+        assert!(binary.is_file(), "{} is missing: run `make build`", binary.display());
+        let mut child = Command::new(binary)
+            .args(["run", "--namespace", &ns.namespace, "--leader-election-namespace", &ns.namespace])
+            .args(["--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0"])
+            .env("KUBECONFIG", ns.plane.kubeconfig(User::Operator))
+            .env_remove("POD_NAME")
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("starting the operator");
+        let stderr = child.stderr.take().expect("stderr");
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let sink = lines.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                sink.lock().expect("the log").push(line);
+            }
+        });
+        Self { child, lines }
+    }
+
+    fn logs(&self) -> Vec<Value> {
+        let lines = self.lines.lock().expect("the log").clone();
+        lines
+            .iter()
+            .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("a log line that is not JSON ({e}): {line}")))
+            .collect()
+    }
+
+    async fn wait_log(&self, message: &str) -> Value {
+        eventually(&format!("the log line {message:?}"), || async {
+            self.logs().into_iter().find(|line| line["message"] == json!(message))
+        })
+        .await
+    }
+
+    /// The addresses it bound (port 0 picks free ones).
+    async fn addresses(&self) -> (String, String) {
+        let line = self.wait_log("serving /metrics, /healthz and /readyz").await;
+        let field = |name: &str| line[name].as_str().expect("an address").to_owned();
+        (field("metrics_address"), field("health_address"))
+    }
+
+    fn terminate(&self) {
+        let pid = i32::try_from(self.child.id()).expect("a pid");
+        // SAFETY: sending a signal to our own child process.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    }
+
+    async fn exit_code(&mut self) -> Option<i32> {
+        for _ in 0..300 {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status.code();
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("the operator did not exit within 30 s of SIGTERM");
+    }
+}
+
+/// A bare HTTP/1.1 GET: status code and body.
+async fn get(address: &str, path: &str) -> (u16, String) {
+    let address = address.to_owned();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
+    tokio::task::spawn_blocking(move || {
+        let mut stream = TcpStream::connect(&address).expect("connecting");
+        stream.set_read_timeout(Some(Duration::from_secs(5))).expect("a timeout");
+        stream.write_all(request.as_bytes()).expect("sending");
+        let mut response = String::new();
+        stream.read_to_string(&mut response).expect("reading");
+        let status = response.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+        let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
+        (status, body)
+    })
+    .await
+    .expect("the request ran")
+}
+
+async fn holder(ns: &TestNamespace<'_>) -> Option<String> {
+    let leases: Api<Lease> = Api::namespaced(ns.client.clone(), &ns.namespace);
+    let lease = leases.get_opt("memcached-operator").await.ok()??;
+    lease.spec?.holder_identity.filter(|h| !h.is_empty())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_share_one_lease_and_stop_gracefully_on_sigterm() {
+    let ns = TestNamespace::new("process").await;
+    ns.create_memcached("first", json!({"replicas": 1})).await;
+
+    let mut leader = Process::start(&ns);
+    let (leader_metrics, leader_health) = leader.addresses().await;
+    eventually("the leader to be ready", || async { (get(&leader_health, "/readyz").await.0 == 200).then_some(()) }).await;
+    assert_eq!(get(&leader_health, "/healthz").await.0, 200);
+    ns.wait_for("Deployment", "first").await;
+    let leader_identity = eventually("a lease holder", || async { holder(&ns).await }).await;
+    assert!(leader_identity.ends_with(&format!("_{}", leader.child.id())), "{leader_identity}");
+
+    let mut standby = Process::start(&ns);
+    let (standby_metrics, standby_health) = standby.addresses().await;
+    standby.wait_log("another replica is the leader; waiting").await;
+    eventually("the standby to be ready", || async { (get(&standby_health, "/readyz").await.0 == 200).then_some(()) }).await;
+    let (status, metrics) = get(&leader_metrics, "/metrics").await;
+    assert_eq!(status, 200);
+    assert_eq!(metric_value(&metrics, "memcached_operator_leader", ""), 1, "{metrics}");
+    assert!(metric_value(&metrics, "memcached_operator_reconciles_total", "result=\"success\"") >= 1, "{metrics}");
+    for family in ["memcached_operator_reconcile_duration_seconds", "memcached_operator_create_or_update_total",
+                   "memcached_operator_module_call_duration_seconds", "memcached_operator_api_requests_total"] {
+        assert!(metrics.contains(family), "{family} is exported");
+    }
+    let standby_text = get(&standby_metrics, "/metrics").await.1;
+    assert_eq!(metric_value(&standby_text, "memcached_operator_leader", ""), 0);
+    assert_eq!(metric_value(&standby_text, "memcached_operator_reconciles_total", ""), 0, "the standby never reconciles");
+
+    // SIGTERM: reconciles in flight finish, the lease is released, exit 0;
+    // the standby takes over at once, not a lease duration later.
+    leader.terminate();
+    assert_eq!(leader.exit_code().await, Some(0));
+    leader.wait_log("released the leader lease").await;
+    let logs = leader.logs();
+    assert!(logs.iter().all(|l| l["timestamp"].is_string() && l["level"].is_string()), "structured logs");
+    let new_holder = eventually("the standby to take over", || async {
+        holder(&ns).await.filter(|h| *h != leader_identity)
+    })
+    .await;
+    assert!(new_holder.ends_with(&format!("_{}", standby.child.id())));
+    standby.wait_log("became the leader").await;
+    ns.create_memcached("second", json!({"replicas": 1})).await;
+    ns.wait_for("Deployment", "second").await;
+
+    standby.terminate();
+    assert_eq!(standby.exit_code().await, Some(0));
+}
