@@ -10,7 +10,7 @@ GUEST_SOURCES := $(shell find guest/src wit -type f) guest/Cargo.toml Cargo.lock
 TEST_MODULE := target/greeting.wasm
 TEST_MODULE_SOURCES := $(shell find tests/modules/greeting/src wit -type f) tests/modules/greeting/Cargo.toml
 
-.PHONY: all build wasm test manifests bench run envtest clean
+.PHONY: all build wasm test manifests bench bench-e2e run render-samples envtest clean
 .PHONY: playground playground-serve test-embeddings test-browser
 
 all: build
@@ -26,12 +26,17 @@ $(WASM): $(GUEST_SOURCES) scripts/build-wasm.sh
 $(OPERATOR): $(WASM) $(shell find host/src -type f) host/Cargo.toml host/build.rs
 	$(CARGO) build --release -p memcached-operator
 
+# The local control plane's binary (tests/control-plane), for `make run`.
+CONTROL_PLANE := target/release/control-plane
+$(CONTROL_PLANE): $(shell find tests/control-plane/src -type f) tests/control-plane/Cargo.toml
+	$(CARGO) build --release -p control-plane
+
 $(TEST_MODULE): $(TEST_MODULE_SOURCES) scripts/build-wasm.sh
 	bash scripts/build-wasm.sh tests/modules/greeting greeting-logic $(TEST_MODULE)
 
 ## test: every test, from a fresh clone (installs what is missing first).
 ## Every suite runs even when an earlier one fails; the exit status says if any did.
-test: build $(TEST_MODULE)
+test: build $(TEST_MODULE) $(CONTROL_PLANE)
 	@status=0; \
 	$(CARGO) test --release --workspace --no-fail-fast || status=1; \
 	$(MAKE) --no-print-directory test-embeddings || status=1; \
@@ -85,11 +90,25 @@ manifests: $(OPERATOR)
 bench: $(WASM)
 	$(CARGO) bench -p memcached-operator --bench desired_state
 
-## run: render every sample (the operator's run mode comes with the host issue)
-run: $(OPERATOR)
+## run: the operator against a cluster. With no KUBECONFIG (and no ~/.kube/config):
+## a local control plane (make envtest) in target/run, the CRDs, the operator,
+## two samples; prints what it created and the status, runs until Ctrl-C
+## (RUN_ONCE=1 exits after printing). With KUBECONFIG: installs the CRD there
+## and runs the operator against it. See scripts/run-local.sh for the knobs.
+run: $(OPERATOR) $(CONTROL_PLANE)
+	@bash scripts/run-local.sh
+
+## render-samples: print every object the operator would own for each sample (no cluster)
+render-samples: $(OPERATOR)
 	@for sample in deploy/samples/*.yaml; do \
 		echo "# $$sample"; $(OPERATOR) render -f $$sample || exit 1; echo; \
 	done
+
+## bench-e2e: the operator binary with 100 and 1000 CRs against a local API server; prints a table
+## (COUNTS=100 for one size; not part of make test)
+bench-e2e: $(OPERATOR)
+	$(CARGO) build --release -p memcached-e2e --bin bench-e2e
+	target/release/bench-e2e --counts $(or $(COUNTS),100,1000)
 
 ## envtest: build (or find) etcd, kube-apiserver, kube-controller-manager and kubectl; prints the folder
 envtest:

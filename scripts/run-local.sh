@@ -1,0 +1,233 @@
+#!/usr/bin/env bash
+# `make run`: the operator against a cluster, from a fresh machine.
+#
+# Without a cluster in the environment (no KUBECONFIG, no ~/.kube/config):
+#   starts the local control plane (etcd, kube-apiserver,
+#   kube-controller-manager from `make envtest`) in $RUN_DIR, installs the
+#   Memcached CRD and a ServiceMonitor CRD, starts the operator against it,
+#   applies samples, waits until every CR is converged, prints the objects
+#   the operator created and each CR's conditions, then keeps running (the
+#   operator's log follows) until Ctrl-C, and tears everything down.
+# With KUBECONFIG set (or ~/.kube/config present):
+#   installs the Memcached CRD there with `kubectl apply` and runs the
+#   operator in the foreground against that cluster; applies nothing else.
+#
+# Knobs (environment):
+#   RUN_ONCE=1         exit after printing (local control plane only; used by tests)
+#   LOCAL_CLUSTER=1    use the local control plane even when a kubeconfig exists
+#   RUN_DIR            working folder for the local control plane (default target/run)
+#   SAMPLES            samples to apply, names under deploy/samples (default "minimal everything")
+#   METRICS_ADDRESS    operator --metrics-bind-address (default 127.0.0.1:0, a free port)
+#   HEALTH_ADDRESS     operator --health-probe-bind-address (default 127.0.0.1:0)
+#   OPERATOR_ARGS      more flags for `memcached-operator run`
+#   CONVERGE_TIMEOUT   seconds to wait for the samples to converge (default 120)
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+OPERATOR="$ROOT/target/release/memcached-operator"
+CONTROL_PLANE="$ROOT/target/release/control-plane"
+RUN_DIR="${RUN_DIR:-$ROOT/target/run}"
+SAMPLES="${SAMPLES:-minimal everything}"
+METRICS_ADDRESS="${METRICS_ADDRESS:-127.0.0.1:0}"
+HEALTH_ADDRESS="${HEALTH_ADDRESS:-127.0.0.1:0}"
+CONVERGE_TIMEOUT="${CONVERGE_TIMEOUT:-120}"
+# Every kind the operator may own, for `kubectl get`.
+OWNED_KINDS="deployments,services,poddisruptionbudgets,horizontalpodautoscalers,servicemonitors,networkpolicies"
+
+log() { printf '\033[1mrun:\033[0m %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+[ -x "$OPERATOR" ] || die "$OPERATOR is missing; \`make run\` builds it"
+
+# ---------------------------------------------------------------------------
+# An existing cluster: install the CRD, run the operator in the foreground.
+# ---------------------------------------------------------------------------
+if [ "${LOCAL_CLUSTER:-}" != 1 ] && { [ -n "${KUBECONFIG:-}" ] || [ -f "$HOME/.kube/config" ]; }; then
+  KUBECTL="$(command -v kubectl || true)"
+  if [ -z "$KUBECTL" ]; then
+    log "no kubectl on PATH; using the one \`make envtest\` builds"
+    KUBECTL="$(bash scripts/envtest.sh | tail -n1)/kubectl"
+  fi
+  context="$("$KUBECTL" config current-context 2>/dev/null || echo '?')"
+  log "using the cluster from ${KUBECONFIG:-$HOME/.kube/config} (context $context)"
+  log "installing the Memcached CRD there: kubectl apply -f deploy/crd/"
+  "$KUBECTL" apply --server-side --field-manager memcached-operator-make-run -f deploy/crd/
+  "$KUBECTL" wait --for condition=established --timeout 60s crd/memcacheds.memcached.c5c3.io >/dev/null
+  log "starting the operator (Ctrl-C stops it); try: kubectl apply -f deploy/samples/minimal.yaml"
+  # shellcheck disable=SC2086 # OPERATOR_ARGS is a list of flags
+  exec "$OPERATOR" run --leader-elect=false --log-format text \
+    --metrics-bind-address "$METRICS_ADDRESS" --health-probe-bind-address "$HEALTH_ADDRESS" ${OPERATOR_ARGS:-}
+fi
+
+# ---------------------------------------------------------------------------
+# The local control plane.
+# ---------------------------------------------------------------------------
+[ -x "$CONTROL_PLANE" ] || die "$CONTROL_PLANE is missing; \`make run\` builds it"
+mkdir -p "$RUN_DIR"
+RUN_DIR="$(cd "$RUN_DIR" && pwd)"
+PIDS_FILE="$RUN_DIR/pids"
+
+# One `make run` per folder: a live one keeps its processes in $PIDS_FILE.
+if [ -f "$PIDS_FILE" ]; then
+  while read -r pid; do
+    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+      die "another run uses $RUN_DIR (pid $pid is alive); stop it, or set RUN_DIR"
+    fi
+  done <"$PIDS_FILE"
+fi
+rm -f "$PIDS_FILE" "$RUN_DIR/kubeconfig" "$RUN_DIR/operator.kubeconfig"
+
+log "finding the control plane binaries (make envtest; the first time builds them, about 5 minutes)"
+KUBEBUILDER_ASSETS="$(bash scripts/envtest.sh | tail -n1)"
+export KUBEBUILDER_ASSETS
+KUBECTL="$KUBEBUILDER_ASSETS/kubectl"
+[ -x "$KUBECTL" ] || die "no kubectl in $KUBEBUILDER_ASSETS"
+
+CP_PID=""
+OPERATOR_PID=""
+TAIL_PID=""
+
+stop_process() { # pid name: SIGTERM, wait up to 30 s, then SIGKILL
+  local pid="$1" name="$2" i
+  [ -n "$pid" ] || return 0
+  kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; return 0; }
+  kill -TERM "$pid" 2>/dev/null || true
+  for i in $(seq 1 300); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    log "$name (pid $pid) did not stop in 30 s; killing it"
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  wait "$pid" 2>/dev/null || true
+}
+
+cleanup() {
+  local status=$?
+  trap - EXIT INT TERM
+  [ -n "$TAIL_PID" ] && { kill "$TAIL_PID" 2>/dev/null || true; wait "$TAIL_PID" 2>/dev/null || true; }
+  if [ -n "$OPERATOR_PID$CP_PID" ]; then
+    log "stopping the operator and the control plane"
+  fi
+  stop_process "$OPERATOR_PID" "the operator"
+  stop_process "$CP_PID" "the control plane"
+  rm -f "$PIDS_FILE"
+  [ -n "$CP_PID" ] && log "stopped (logs in $RUN_DIR)"
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+log "starting the control plane in $RUN_DIR (log: $RUN_DIR/control-plane.log)"
+"$CONTROL_PLANE" up --dir "$RUN_DIR" >"$RUN_DIR/control-plane.log" 2>&1 &
+CP_PID=$!
+echo "$CP_PID" >>"$PIDS_FILE"
+echo "control plane pid $CP_PID"
+
+for _ in $(seq 1 1200); do
+  [ -f "$RUN_DIR/kubeconfig" ] && break
+  kill -0 "$CP_PID" 2>/dev/null || { tail -n 30 "$RUN_DIR/control-plane.log" >&2; die "the control plane exited"; }
+  sleep 0.1
+done
+[ -f "$RUN_DIR/kubeconfig" ] || { tail -n 30 "$RUN_DIR/control-plane.log" >&2; die "the control plane was not up in 120 s"; }
+export KUBECONFIG="$RUN_DIR/kubeconfig"
+kubectl() { "$KUBECTL" "$@"; }
+
+log "installing the CRDs (deploy/crd/, and tests/crds/ for ServiceMonitor)"
+kubectl apply --server-side -f deploy/crd/ -f tests/crds/ >/dev/null
+kubectl wait --for condition=established --timeout 60s \
+  crd/memcacheds.memcached.c5c3.io crd/servicemonitors.monitoring.coreos.com >/dev/null
+
+OPERATOR_LOG="$RUN_DIR/operator.log"
+log "starting the operator as the cluster admin (log: $OPERATOR_LOG)"
+# shellcheck disable=SC2086 # OPERATOR_ARGS is a list of flags
+NO_COLOR=1 "$OPERATOR" run --leader-elect=false --log-format text \
+  --metrics-bind-address "$METRICS_ADDRESS" --health-probe-bind-address "$HEALTH_ADDRESS" ${OPERATOR_ARGS:-} \
+  >"$OPERATOR_LOG" 2>&1 &
+OPERATOR_PID=$!
+echo "$OPERATOR_PID" >>"$PIDS_FILE"
+echo "operator pid $OPERATOR_PID"
+
+# The operator logs the addresses it bound (free ports by default).
+address_of() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" "$OPERATOR_LOG" | head -n1; }
+health=""
+for _ in $(seq 1 300); do
+  kill -0 "$OPERATOR_PID" 2>/dev/null || { cat "$OPERATOR_LOG" >&2; die "the operator exited"; }
+  [ -n "$health" ] || health="$(address_of health_address)"
+  if [ -n "$health" ] && [ "$(curl -s -o /dev/null -w '%{http_code}' "http://$health/readyz" || true)" = 200 ]; then
+    break
+  fi
+  sleep 0.1
+done
+[ -n "$health" ] || die "the operator logged no health address (see $OPERATOR_LOG)"
+metrics="$(address_of metrics_address)"
+log "operator ready: http://$health/readyz, http://$metrics/metrics"
+
+# ---------------------------------------------------------------------------
+# Samples.
+# ---------------------------------------------------------------------------
+for sample in $SAMPLES; do
+  file="deploy/samples/$sample.yaml"
+  [ -f "$file" ] || die "no sample $file"
+  namespace="$(sed -n 's/^  namespace: *//p' "$file" | head -n1)"
+  if [ -n "$namespace" ] && ! kubectl get namespace "$namespace" >/dev/null 2>&1; then
+    kubectl create namespace "$namespace" >/dev/null
+  fi
+  if [ "$sample" = everything ]; then
+    # The Secrets it references (placeholders: no pod ever runs here).
+    log "creating the Secrets everything.yaml references, in namespace $namespace"
+    kubectl -n "$namespace" create secret generic memcached-sasl \
+      --from-literal=password-file='memcached:local-password' --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+    kubectl -n "$namespace" create secret generic memcached-tls \
+      --from-literal=tls.crt=placeholder --from-literal=tls.key=placeholder --from-literal=ca.crt=placeholder \
+      --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+  fi
+  log "applying $file"
+  kubectl apply -f "$file"
+done
+
+# Converged: every CR's status.observedGeneration equals its generation.
+log "waiting until every Memcached is converged (status.observedGeneration == metadata.generation)"
+converged=""
+for _ in $(seq 1 $((CONVERGE_TIMEOUT * 2))); do
+  kill -0 "$OPERATOR_PID" 2>/dev/null || { tail -n 30 "$OPERATOR_LOG" >&2; die "the operator exited"; }
+  pending="$(kubectl get memcacheds -A \
+    -o jsonpath='{range .items[*]}{.metadata.namespace}/{.metadata.name} {.metadata.generation} {.status.observedGeneration}{"\n"}{end}' |
+    awk '$2 != $3 { print $1 }')"
+  if [ -z "$pending" ]; then converged=1; break; fi
+  sleep 0.5
+done
+[ -n "$converged" ] || { tail -n 30 "$OPERATOR_LOG" >&2; die "not converged in ${CONVERGE_TIMEOUT}s: $pending"; }
+
+echo
+echo "== Objects the operator created"
+kubectl get "$OWNED_KINDS" -A -o wide
+echo
+echo "== Memcached status"
+kubectl get memcacheds -A
+kubectl get memcacheds -A -o jsonpath='{range .items[*]}{"\n"}{.metadata.namespace}/{.metadata.name} (generation {.metadata.generation}, observedGeneration {.status.observedGeneration}):{"\n"}{range .status.conditions[*]}  {.type}={.status} {.reason}: {.message}{"\n"}{end}{end}'
+echo
+echo "== Events"
+kubectl get events -A --field-selector involvedObject.kind=Memcached --sort-by=.lastTimestamp | tail -n 20
+echo
+
+if [ "${RUN_ONCE:-}" = 1 ]; then
+  log "RUN_ONCE=1: done"
+  exit 0
+fi
+
+cat >&2 <<EOF
+$(log "running; Ctrl-C stops the operator and the control plane")
+  export KUBECONFIG=$KUBECONFIG
+  $KUBECTL get memcacheds -A
+  curl -s http://$metrics/metrics
+The operator's log follows.
+EOF
+tail -n 0 -f "$OPERATOR_LOG" &
+TAIL_PID=$!
+# Returns when the operator exits, or when a signal runs the traps.
+wait "$OPERATOR_PID" || true
+log "the operator exited"

@@ -1,0 +1,268 @@
+//! `make run`'s script (scripts/run-local.sh) against real clusters:
+//! - with no cluster in the environment it starts its own control plane,
+//!   the operator and two samples, prints what the operator created and the
+//!   CRs' conditions (RUN_ONCE=1 makes it exit there), and leaves no process
+//!   behind;
+//! - with KUBECONFIG set it installs the CRD in that cluster and runs the
+//!   operator against it until SIGTERM.
+//!
+//! Both need target/release/memcached-operator and target/release/control-plane
+//! (`make test` builds them first).
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use control_plane::{ControlPlane, Options, User};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+
+fn root() -> PathBuf {
+    control_plane::repo_root()
+}
+
+fn require_binaries() {
+    for binary in ["target/release/memcached-operator", "target/release/control-plane"] {
+        assert!(
+            root().join(binary).is_file(),
+            "{binary} is missing: run `make build` and `cargo build --release -p control-plane` (make test does)"
+        );
+    }
+}
+
+/// The script in its own process group, so a timeout can stop all of it.
+fn spawn_script(envs: &[(&str, &str)], remove: &[&str]) -> Child {
+    use std::os::unix::process::CommandExt;
+    let mut command = Command::new("bash");
+    command.arg(root().join("scripts/run-local.sh")).current_dir(root()).process_group(0);
+    for name in remove {
+        command.env_remove(name);
+    }
+    command.envs(envs.iter().copied()).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    command.spawn().expect("starting scripts/run-local.sh")
+}
+
+fn signal_group(child: &Child, signal: i32) {
+    let pid = libc::pid_t::try_from(child.id()).expect("a pid");
+    // SAFETY: the child leads its own process group (process_group(0)).
+    unsafe { libc::kill(-pid, signal) };
+}
+
+/// Waits for the child; on timeout sends SIGTERM (its traps clean up), then
+/// SIGKILL to the whole group, and fails.
+fn wait_with_timeout(child: &mut Child, timeout: Duration, what: &str) -> ExitStatus {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(status) = child.try_wait().expect("waiting for the script") {
+            return status;
+        }
+        if Instant::now() > deadline {
+            signal_group(child, libc::SIGTERM);
+            std::thread::sleep(Duration::from_secs(30));
+            signal_group(child, libc::SIGKILL);
+            let _ = child.wait();
+            panic!("{what} did not finish in {}s", timeout.as_secs());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn read_all(pipe: Option<impl Read>) -> String {
+    let mut text = String::new();
+    if let Some(mut pipe) = pipe {
+        pipe.read_to_string(&mut text).expect("reading the script's output");
+    }
+    text
+}
+
+/// Command lines of every process that still runs, by pid.
+fn processes() -> Vec<(u32, String)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
+        if cmdline.is_empty() {
+            continue; // a zombie or kernel thread
+        }
+        found.push((pid, String::from_utf8_lossy(&cmdline).replace('\0', " ")));
+    }
+    found
+}
+
+fn pid_after(output: &str, prefix: &str) -> u32 {
+    output
+        .lines()
+        .find_map(|l| l.strip_prefix(prefix))
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {prefix:?} line in:\n{output}"))
+}
+
+fn scratch_dir(name: &str) -> PathBuf {
+    let dir = root().join("target").join(format!("{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+#[test]
+fn without_a_cluster_it_starts_one_and_prints_what_the_operator_created() {
+    require_binaries();
+    let run_dir = scratch_dir("run-local-test");
+    let mut child = spawn_script(
+        &[("RUN_ONCE", "1"), ("LOCAL_CLUSTER", "1"), ("RUN_DIR", run_dir.to_str().expect("utf-8 path"))],
+        &["KUBECONFIG"],
+    );
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+    // The pipes are read on threads so a full pipe cannot stall the script.
+    let out = std::thread::spawn(move || read_all(stdout));
+    let err = std::thread::spawn(move || read_all(stderr));
+    let status = wait_with_timeout(&mut child, Duration::from_secs(600), "scripts/run-local.sh with RUN_ONCE=1");
+    let stdout = out.join().expect("stdout reader");
+    let stderr = err.join().expect("stderr reader");
+    let context = format!("exit {status}\n--- stdout\n{stdout}\n--- stderr\n{stderr}");
+    assert!(status.success(), "{context}");
+
+    // Every kind the everything sample enables, and only the two a minimal CR gets.
+    for object in [
+        "deployment.apps/full-cache",
+        "service/full-cache",
+        "poddisruptionbudget.policy/full-cache",
+        "horizontalpodautoscaler.autoscaling/full-cache",
+        "servicemonitor.monitoring.coreos.com/full-cache",
+        "networkpolicy.networking.k8s.io/full-cache",
+        "deployment.apps/my-cache",
+        "service/my-cache",
+    ] {
+        assert!(stdout.lines().any(|l| l.split_whitespace().nth(1) == Some(object)), "{object} not listed\n{context}");
+    }
+    for absent in ["poddisruptionbudget.policy/my-cache", "horizontalpodautoscaler.autoscaling/my-cache", "networkpolicy.networking.k8s.io/my-cache"] {
+        assert!(!stdout.contains(absent), "{absent} listed for a minimal CR\n{context}");
+    }
+    // The TLS and monitoring ports on the full one's Service.
+    let service = stdout.lines().find(|l| l.contains("service/full-cache")).unwrap_or_default();
+    assert!(service.contains("11211/TCP,11212/TCP,9150/TCP"), "{context}");
+
+    // Status: both converged at generation 1, each with the four conditions;
+    // the referenced Secrets exist, so no SecretNotFound.
+    for cr in ["default/my-cache", "production/full-cache"] {
+        let header = format!("{cr} (generation 1, observedGeneration 1):");
+        let block: Vec<&str> = stdout
+            .lines()
+            .skip_while(|l| *l != header)
+            .skip(1)
+            .take_while(|l| l.starts_with("  "))
+            .collect();
+        for condition in ["Available=", "Progressing=", "Degraded=", "Ready="] {
+            assert!(block.iter().any(|l| l.trim_start().starts_with(condition)), "{cr}: no {condition} condition\n{context}");
+        }
+        // No kubelet here: nothing is ever ready.
+        assert!(block.iter().any(|l| l.contains("Ready=False")), "{cr}\n{context}");
+    }
+    assert!(!stdout.contains("SecretNotFound"), "{context}");
+    assert!(stdout.contains("Created NetworkPolicy full-cache"), "no Created event\n{context}");
+
+    // Nothing left behind: the operator, the control plane and its children
+    // (whose temp dir is named after the control plane's pid) are gone.
+    let operator = pid_after(&stdout, "operator pid ");
+    let plane = pid_after(&stdout, "control plane pid ");
+    let plane_dir = format!("memcached-control-plane-{plane}-");
+    let run_dir_text = run_dir.to_string_lossy().into_owned();
+    let left: Vec<(u32, String)> = processes()
+        .into_iter()
+        .filter(|(pid, cmd)| {
+            (*pid == operator && cmd.contains("memcached-operator"))
+                || (*pid == plane && cmd.contains("control-plane"))
+                || cmd.contains(&plane_dir)
+                || cmd.contains(&run_dir_text)
+        })
+        .collect();
+    assert!(left.is_empty(), "processes left behind: {left:?}\n{context}");
+    assert!(!run_dir.join("kubeconfig").exists(), "the kubeconfig outlived the control plane");
+    assert!(!run_dir.join("pids").exists(), "the pid file outlived the run");
+    assert!(run_dir.join("operator.log").is_file(), "no operator log");
+    let _ = std::fs::remove_dir_all(&run_dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_kubeconfig_it_installs_the_crd_there_and_runs_the_operator() {
+    require_binaries();
+    let plane = ControlPlane::start_with(Options { controller_manager: false, audit_log: false, ..Options::default() })
+        .expect("a control plane");
+    let kubeconfig = plane.kubeconfig(User::Admin);
+    let client = plane.client(User::Admin).await.expect("a client");
+    let crds: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
+            "customresourcedefinitions",
+        ),
+    );
+    assert!(crds.get_opt("memcacheds.memcached.c5c3.io").await.expect("reading CRDs").is_none());
+
+    // kubectl from the envtest folder, first on PATH, as on a developer's machine.
+    let path = format!("{}:{}", plane.assets().display(), std::env::var("PATH").unwrap_or_default());
+    let home = scratch_dir("run-local-home");
+    std::fs::create_dir_all(&home).expect("a HOME");
+    let mut child = spawn_script(
+        &[
+            ("KUBECONFIG", kubeconfig.to_str().expect("utf-8 path")),
+            ("PATH", &path),
+            ("HOME", home.to_str().expect("utf-8 path")),
+        ],
+        &["RUN_ONCE", "LOCAL_CLUSTER"],
+    );
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+    let out = std::thread::spawn(move || read_all(stdout));
+    let err = std::thread::spawn(move || read_all(stderr));
+
+    // The operator reconciles a CR applied to that cluster.
+    let memcacheds: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        "default",
+        &ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("memcached.c5c3.io", "v1alpha1", "Memcached"), "memcacheds"),
+    );
+    let deployments: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        "default",
+        &ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("apps", "v1", "Deployment"), "deployments"),
+    );
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut applied = false;
+    let mut converged = false;
+    while Instant::now() < deadline && !converged {
+        if child.try_wait().expect("polling the script").is_some() {
+            break;
+        }
+        if !applied && crds.get_opt("memcacheds.memcached.c5c3.io").await.ok().flatten().is_some() {
+            applied = plane.apply_yaml(&sample(&root().join("deploy/samples/minimal.yaml"))).await.is_ok();
+        }
+        if applied {
+            let observed = memcacheds
+                .get_opt("my-cache")
+                .await
+                .ok()
+                .flatten()
+                .and_then(|m| m.data.pointer("/status/observedGeneration").and_then(serde_json::Value::as_i64));
+            converged = observed == Some(1) && deployments.get_opt("my-cache").await.ok().flatten().is_some();
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let still_running = child.try_wait().expect("polling the script").is_none();
+    signal_group(&child, libc::SIGTERM);
+    let status = wait_with_timeout(&mut child, Duration::from_secs(60), "the operator after SIGTERM");
+    let stdout = out.join().expect("stdout reader");
+    let stderr = err.join().expect("stderr reader");
+    let context = format!("exit {status}\n--- stdout\n{stdout}\n--- stderr\n{stderr}");
+    let _ = std::fs::remove_dir_all(&home);
+    assert!(applied, "the CRD never appeared in the cluster\n{context}");
+    assert!(converged, "the operator did not reconcile my-cache\n{context}");
+    assert!(still_running, "the script should run until stopped\n{context}");
+    assert!(status.success(), "the operator did not shut down cleanly on SIGTERM\n{context}");
+    assert!(stderr.contains("installing the Memcached CRD there"), "{context}");
+    assert!(!stderr.contains("starting the control plane"), "it started a control plane of its own\n{context}");
+}
+
+fn sample(path: &Path) -> String {
+    std::fs::read_to_string(path).expect("reading a sample")
+}
