@@ -125,7 +125,7 @@ fn deeply_nested_json_is_refused_without_overflowing_the_stack() {
         // Where JSON is kept as JSON, the recursion limit answers.
         for answer in [
             instance().to_yaml(&nested),
-            controller().status(&valid_cr().to_string(), &[nested.clone()], &[], "2026-11-21T10:00:00Z", None),
+            controller().status(&valid_cr().to_string(), std::slice::from_ref(&nested), &[], "2026-11-21T10:00:00Z", None),
             instance().construct("ServiceMonitor", &valid_cr().to_string(), Some(&format!("{{\"spec\":{nested}}}")), &[]),
         ] {
             match answer {

@@ -284,10 +284,10 @@ pub async fn run(
         }
     };
     metrics.leader.set(0);
-    if outcome.is_ok() {
-        if let Some(election) = election.as_mut() {
-            election.release().await;
-        }
+    if outcome.is_ok()
+        && let Some(election) = election.as_mut()
+    {
+        election.release().await;
     }
     shutdown_requested.abort();
     tracing::info!("stopped");

@@ -204,10 +204,10 @@ async fn reconcile_parent(parent: &DynamicObject, ctx: &Context) -> Result<Verdi
         ctx.events.warning(&regarding, "ReconcileFailed", error.to_string()).await;
         return Err(error);
     }
-    if status_changed? {
-        if let Some(problem) = problem {
-            ctx.events.warning(&regarding, "KindNotServed", problem).await;
-        }
+    if status_changed?
+        && let Some(problem) = problem
+    {
+        ctx.events.warning(&regarding, "KindNotServed", problem).await;
     }
     Ok(Verdict::Applied)
 }
