@@ -1,0 +1,25 @@
+# The operator image: ghcr.io/c5c3/memcached-operator:0.1.0
+#
+#   docker build -t ghcr.io/c5c3/memcached-operator:0.1.0 .
+#
+# Builds the logic component (wasm32, as scripts/build-wasm.sh does) and the
+# host binary, which embeds it, then copies the binary onto a distroless base
+# that runs as the nonroot user. Not built on the project's machines (no
+# container engine there); deploy/manager/deployment.yaml runs it.
+
+FROM docker.io/library/rust:1.95-bookworm AS build
+WORKDIR /src
+RUN rustup target add wasm32-unknown-unknown
+COPY . .
+RUN --mount=type=cache,target=/usr/local/cargo/registry \
+    --mount=type=cache,target=/src/target \
+    bash scripts/build-wasm.sh \
+    && cargo build --release --locked -p memcached-operator \
+    && cp target/release/memcached-operator /usr/local/bin/memcached-operator
+
+# glibc and libgcc (the binary links them dynamically), no shell.
+FROM gcr.io/distroless/cc-debian12:nonroot
+COPY --from=build /usr/local/bin/memcached-operator /usr/local/bin/memcached-operator
+USER 65532:65532
+ENTRYPOINT ["/usr/local/bin/memcached-operator"]
+CMD ["run"]
