@@ -235,6 +235,10 @@ impl ControlPlane {
             "--authorization-mode", "RBAC",
             // No token controller runs, so Pods could never get their token.
             "--disable-admission-plugins", "ServiceAccount",
+            // As in many production clusters: setting an owner reference
+            // needs delete on the object, blockOwnerDeletion needs update
+            // on the owner's finalizers (tests/deploy.rs relies on it).
+            "--enable-admission-plugins", "OwnerReferencesPermissionEnforcement",
             "--allow-privileged=true",
         ]
         .map(String::from)
