@@ -299,11 +299,18 @@ fn grants(role: &Value) -> Vec<Grant> {
     grants
 }
 
-/// Granted, but no request can show it: the OwnerReferencesPermissionEnforcement
-/// admission plugin checks it inside the API server when a child is written
-/// with `blockOwnerDeletion: true` (no request of its own, so nothing in the
-/// audit log), and the test control plane does not enable that plugin.
-const NOT_VISIBLE_IN_AUDIT: [(&str, &str, &str); 1] = [("update", "memcached.c5c3.io", "memcacheds/finalizers")];
+/// Granted, but no request can show them: the OwnerReferencesPermissionEnforcement
+/// admission plugin checks them inside the API server (nothing in the audit
+/// log). Setting `blockOwnerDeletion` needs update on the owner's finalizers
+/// (every child is written with it); changing an object's owner references
+/// needs delete on the object (adopting a Deployment or Service the operator
+/// never deletes). `admission_needs_the_grants_no_request_shows` proves each
+/// one needed.
+const ADMISSION_ONLY: [(&str, &str, &str); 3] = [
+    ("update", "memcached.c5c3.io", "memcacheds/finalizers"),
+    ("delete", "apps", "deployments"),
+    ("delete", "", "services"),
+];
 
 fn admin_api(client: &Client, namespace: &str, info: &KindInfo) -> Api<DynamicObject> {
     let gvk = GroupVersionKind::gvk(info.group, info.version, info.kind);
@@ -565,11 +572,11 @@ async fn rbac_grants_exactly_what_the_operator_uses() {
     // Least privilege: every granted rule was used by a successful request.
     let mut unused = Vec::new();
     for (grant, _) in &all_grants {
-        let hidden = NOT_VISIBLE_IN_AUDIT.contains(&(grant.verb.as_str(), grant.group.as_str(), grant.resource.as_str()));
+        let hidden = ADMISSION_ONLY.contains(&(grant.verb.as_str(), grant.group.as_str(), grant.resource.as_str()));
         let used = requests.iter().any(|e| grant.allows(e) && e.code.is_some_and(|c| (200..300).contains(&c)));
         match (used, hidden) {
             (false, false) => unused.push(grant.to_string()),
-            (true, true) => panic!("{grant} shows in the audit log now: take it off NOT_VISIBLE_IN_AUDIT"),
+            (true, true) => panic!("{grant} shows in the audit log now: take it off ADMISSION_ONLY"),
             _ => {}
         }
     }
@@ -578,6 +585,155 @@ async fn rbac_grants_exactly_what_the_operator_uses() {
         *seen.entry(format!("{} {}/{} {:?}", e.verb, e.api_group.as_deref().unwrap_or(""), resource_of(e).unwrap_or_default(), e.code)).or_default() += 1;
     }
     assert!(unused.is_empty(), "granted but never used:\n{}\nrequests seen: {seen:#?}", unused.join("\n"));
+}
+
+/// deploy/'s ClusterRole without `verb` on `group`'s `resource`.
+fn role_without(role: &Value, verb: &str, group: &str, resource: &str) -> Value {
+    let mut smaller = role.clone();
+    let rules: Vec<Value> = role["rules"]
+        .as_array()
+        .expect("a role has rules")
+        .iter()
+        .cloned()
+        .filter_map(|mut rule| {
+            if strings(&rule["apiGroups"]) == [group] && strings(&rule["resources"]) == [resource] {
+                let verbs: Vec<String> = strings(&rule["verbs"]).into_iter().filter(|v| v != verb).collect();
+                if verbs.is_empty() {
+                    return None;
+                }
+                rule["verbs"] = json!(verbs);
+            }
+            Some(rule)
+        })
+        .collect();
+    smaller["rules"] = json!(rules);
+    assert_ne!(&smaller, role, "deploy/'s ClusterRole grants {verb} on {group}/{resource}");
+    smaller
+}
+
+/// Admin, impersonating `user` (who is in no group).
+async fn impersonating(plane: &ControlPlane, user: &str) -> Client {
+    let kubeconfig = kube::config::Kubeconfig::read_from(plane.kubeconfig(User::Admin)).expect("the admin kubeconfig");
+    let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default())
+        .await
+        .expect("a client config");
+    config.auth_info.impersonate = Some(user.to_owned());
+    Client::try_from(config).expect("a client")
+}
+
+/// `role` under `name`, bound to `user`.
+async fn bind_cluster_role(plane: &ControlPlane, role: &Value, name: &str, user: &str) {
+    let mut role = role.clone();
+    role["metadata"] = json!({ "name": name });
+    plane.apply_yaml(&role.to_string()).await.expect("applying a ClusterRole");
+    let binding = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": { "name": name },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name },
+        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user }],
+    });
+    plane.apply_yaml(&binding.to_string()).await.expect("applying a ClusterRoleBinding");
+}
+
+/// The smallest valid object of an owned kind, without a name.
+fn bare_child(kind: &str) -> Value {
+    match kind {
+        "Deployment" => json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "spec": {
+                "selector": {"matchLabels": {"app": "probe"}},
+                "template": {"metadata": {"labels": {"app": "probe"}}, "spec": {"containers": [{"name": "c", "image": "memcached"}]}},
+            },
+        }),
+        "Service" => json!({"apiVersion": "v1", "kind": "Service", "spec": {"ports": [{"port": 11211}]}}),
+        other => panic!("no bare {other}"),
+    }
+}
+
+/// What the operator does that admission checks for `grant`
+/// (an ADMISSION_ONLY entry), as `client`: create a child with the
+/// controller reference (blockOwnerDeletion), or adopt an orphan child.
+async fn what_needs(
+    grant: (&str, &str, &str),
+    client: &Client,
+    admin: &Client,
+    namespace: &str,
+    owner_reference: &Value,
+) -> Result<(), kube::Error> {
+    let owned = exports::manifest().owned;
+    let kind_of = |group: &str, plural: &str| *owned.iter().find(|i| i.group == group && i.plural == plural).expect("an owned kind");
+    let with_owner = |mut object: Value| {
+        object["metadata"]["ownerReferences"] = json!([owner_reference]);
+        serde_json::from_value::<DynamicObject>(object).expect("an object")
+    };
+    match grant {
+        ("update", "memcached.c5c3.io", "memcacheds/finalizers") => {
+            let info = kind_of("", "services");
+            let mut service = bare_child(info.kind);
+            service["metadata"] = json!({"generateName": "probe-"});
+            admin_api(client, namespace, &info).create(&PostParams::default(), &with_owner(service)).await.map(drop)
+        }
+        ("delete", group, plural) => {
+            let info = kind_of(group, plural);
+            let mut orphan = bare_child(info.kind);
+            orphan["metadata"] = json!({"generateName": "orphan-"});
+            let orphan: DynamicObject = serde_json::from_value(orphan).expect("an object");
+            let orphan = admin_api(admin, namespace, &info).create(&PostParams::default(), &orphan).await.expect("an orphan");
+            let name = orphan.name_any();
+            let adopted = with_owner(serde_json::to_value(&orphan).expect("serializes"));
+            admin_api(client, namespace, &info).replace(&name, &PostParams::default(), &adopted).await.map(drop)
+        }
+        other => panic!("no probe for {other:?}: add one to what_needs"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admission_needs_the_grants_no_request_shows() {
+    let plane = ControlPlane::shared();
+    plane.install_crds().await.expect("installing the CRDs");
+    let admin = plane.client(User::Admin).await.expect("an admin client");
+    let namespace = plane.create_namespace("deploy-admission").await.expect("a namespace");
+    let memcacheds = admin_api(&admin, &namespace, &exports::manifest().parent);
+    let owner: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "memcached.c5c3.io/v1alpha1", "kind": "Memcached", "metadata": {"name": "owner"}, "spec": {},
+    }))
+    .expect("a Memcached");
+    let owner = memcacheds.create(&PostParams::default(), &owner).await.expect("creating a CR");
+    // The reference the module writes on every child.
+    let owner_reference = json!({
+        "apiVersion": "memcached.c5c3.io/v1alpha1", "kind": "Memcached", "name": "owner",
+        "uid": owner.uid().expect("a uid"), "controller": true, "blockOwnerDeletion": true,
+    });
+    let cluster_role = the_object("ClusterRole");
+
+    // With deploy/'s ClusterRole, the operator may do each of these ...
+    bind_cluster_role(plane, &cluster_role, "test-deploy-probe-full", "deploy-probe-full").await;
+    let full = impersonating(plane, "deploy-probe-full").await;
+    for grant in ADMISSION_ONLY {
+        eventually(&format!("{grant:?} allowed with deploy/'s ClusterRole"), || async {
+            what_needs(grant, &full, &admin, &namespace, &owner_reference).await.ok()
+        })
+        .await;
+    }
+
+    // ... and without the one grant, admission refuses it (naming the
+    // reason, so this is not RBAC still catching up with the binding).
+    for (index, grant) in ADMISSION_ONLY.into_iter().enumerate() {
+        let (verb, group, resource) = grant;
+        let user = format!("deploy-probe-without-{index}");
+        let smaller = role_without(&cluster_role, verb, group, resource);
+        bind_cluster_role(plane, &smaller, &format!("test-{user}"), &user).await;
+        let client = impersonating(plane, &user).await;
+        let reason = if verb == "delete" { "can't delete" } else { "blockOwnerDeletion" };
+        eventually(&format!("admission to refuse the operator without {grant:?}"), || async {
+            match what_needs(grant, &client, &admin, &namespace, &owner_reference).await {
+                Err(kube::Error::Api(status)) if status.code == 403 && status.message.contains(reason) => Some(()),
+                Ok(()) => panic!("{grant:?} is not needed: the request passed without it"),
+                Err(_) => None,
+            }
+        })
+        .await;
+    }
 }
 
 // ---------------------------------------------------------------------------
