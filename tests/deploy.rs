@@ -2,8 +2,9 @@
 //! `kubectl apply -k deploy/` installs what it should; the operator's RBAC is
 //! exactly what it uses (run in-process with only deploy/'s rules, every
 //! feature created, changed and deleted, then checked in the audit log: no
-//! request refused, every granted rule used); the Deployment is hardened and
-//! agrees with the binary's flags, the Dockerfile and the README.
+//! request refused, every granted rule used; the grants only admission
+//! checks are each shown needed); the Deployment is hardened and agrees with
+//! the binary's flags, the Dockerfile and the README.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
