@@ -151,13 +151,24 @@ OPERATOR_PID=$!
 echo "$OPERATOR_PID" >>"$PIDS_FILE"
 echo "operator pid $OPERATOR_PID"
 
+# The HTTP status of GET http://HOST:PORT/PATH, with bash alone (no curl needed).
+http_status() { # host:port path
+  local host="${1%:*}" port="${1##*:}" line=""
+  if exec 3<>"/dev/tcp/$host/$port"; then
+    printf 'GET %s HTTP/1.0\r\nHost: %s\r\n\r\n' "$2" "$1" >&3
+    read -r -t 5 _ line _ <&3 || true
+    exec 3<&- 3>&-
+  fi 2>/dev/null
+  printf '%s\n' "$line"
+}
+
 # The operator logs the addresses it bound (free ports by default).
 address_of() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" "$OPERATOR_LOG" | head -n1; }
 health=""
 for _ in $(seq 1 300); do
   kill -0 "$OPERATOR_PID" 2>/dev/null || { cat "$OPERATOR_LOG" >&2; die "the operator exited"; }
   [ -n "$health" ] || health="$(address_of health_address)"
-  if [ -n "$health" ] && [ "$(curl -s -o /dev/null -w '%{http_code}' "http://$health/readyz" || true)" = 200 ]; then
+  if [ -n "$health" ] && [ "$(http_status "$health" /readyz)" = 200 ]; then
     break
   fi
   sleep 0.1

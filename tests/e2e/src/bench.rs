@@ -182,7 +182,9 @@ async fn run(root: &Path, config: &Config) -> Result<(), BenchError> {
     for &count in &config.counts {
         rows.push(run_one(config, &template, count, &logs).await?);
         let table = table(&rows, config, &machine);
-        println!("\n{table}");
+        if rows.len() == config.counts.len() {
+            println!("\n{table}");
+        }
         std::fs::write(&config.out, &table).map_err(io(format!("writing {}", config.out.display())))?;
     }
     progress(&format!("table written to {}", config.out.display()));
@@ -246,6 +248,8 @@ struct Row {
     idle: AuditCounts,
     idle_window: Duration,
     peak_rss_kib: u64,
+    /// VmRSS after the idle resync.
+    idle_rss_kib: u64,
     cpu_seconds: f64,
 }
 
@@ -439,7 +443,7 @@ async fn run_one(config: &Config, template: &Value, count: usize, logs: &Path) -
     let idle_window = idle_started.elapsed();
     let idle_reconciles = operator.scrape().await?.reconciles.saturating_sub(quiet).max(idle_reconciles);
 
-    let (peak_rss_kib, cpu_seconds) = operator.usage()?;
+    let usage = operator.usage()?;
     operator.stop();
     drop(plane);
 
@@ -458,8 +462,9 @@ async fn run_one(config: &Config, template: &Value, count: usize, logs: &Path) -
         idle_reconciles,
         idle,
         idle_window,
-        peak_rss_kib,
-        cpu_seconds,
+        peak_rss_kib: usage.peak_rss_kib,
+        idle_rss_kib: usage.rss_kib,
+        cpu_seconds: usage.cpu_seconds,
     };
     if !row.idle.other_writes.is_empty() || row.idle.child_writes + row.idle.status_writes > 0 {
         progress(&format!(
@@ -551,6 +556,12 @@ struct OperatorProcess {
     stopped: bool,
 }
 
+struct Usage {
+    peak_rss_kib: u64,
+    rss_kib: u64,
+    cpu_seconds: f64,
+}
+
 struct Scrape {
     requests: Requests,
     reconciles: u64,
@@ -627,15 +638,17 @@ impl OperatorProcess {
         })
     }
 
-    /// Peak RSS (KiB, VmHWM) and CPU seconds (user + system) so far.
-    fn usage(&self) -> Result<(u64, f64), BenchError> {
+    /// Peak and current RSS, and CPU seconds (user + system) so far.
+    fn usage(&self) -> Result<Usage, BenchError> {
         let pid = self.pid();
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).map_err(io("reading the operator's /proc status"))?;
-        let hwm = status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap_or(0);
+        let kib = |field: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(field))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+                .unwrap_or(0)
+        };
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).map_err(io("reading the operator's /proc stat"))?;
         // Fields after the command (which may hold spaces) start at field 3.
         let fields: Vec<&str> = stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
@@ -643,7 +656,7 @@ impl OperatorProcess {
         // utime and stime are fields 14 and 15, i.e. 11 and 12 after the command.
         // SAFETY: sysconf has no preconditions.
         let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-        Ok((hwm, (ticks(11) + ticks(12)) as f64 / hz))
+        Ok(Usage { peak_rss_kib: kib("VmHWM:"), rss_kib: kib("VmRSS:"), cpu_seconds: (ticks(11) + ticks(12)) as f64 / hz })
     }
 
     fn stop(&mut self) {
@@ -723,14 +736,14 @@ fn table(rows: &[Row], config: &Config, machine: &str) -> String {
         config.namespaces, config.concurrency, config.resync_flag
     ));
     out.push_str(
-        "| CRs | all created | converged | reconciles | requests/CR (metrics: reads + writes) | audit/CR: get, list | audit/CR: writes (children + status + events) | idle resync: reconciles, writes | peak RSS | operator CPU |\n",
+        "| CRs | all created | converged | reconciles | requests/CR (metrics: reads + writes) | audit/CR: get, list | audit/CR: writes (children + status + events) | idle resync: reconciles, writes | RSS: peak, idle | operator CPU |\n",
     );
     out.push_str("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for row in rows {
         let a = &row.audit;
         let idle_writes = row.idle.child_writes + row.idle.status_writes + row.idle.other_writes.values().sum::<usize>();
         out.push_str(&format!(
-            "| {} | {:.1} s | {:.1} s | {} | {:.1} + {:.1} | {}, {} | {} ({} + {} + {}) | {}, {} (+{} events) in {:.0} s | {:.0} MiB | {:.1} s |\n",
+            "| {} | {:.1} s | {:.1} s | {} | {:.1} + {:.1} | {}, {} | {} ({} + {} + {}) | {}, {} (+{} events) in {:.0} s | {:.0}, {:.0} MiB | {:.1} s |\n",
             row.crs,
             row.applied.as_secs_f64(),
             row.converged.as_secs_f64(),
@@ -748,6 +761,7 @@ fn table(rows: &[Row], config: &Config, machine: &str) -> String {
             row.idle.event_writes,
             row.idle_window.as_secs_f64(),
             row.peak_rss_kib as f64 / 1024.0,
+            row.idle_rss_kib as f64 / 1024.0,
             row.cpu_seconds,
         ));
     }
