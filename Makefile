@@ -106,9 +106,10 @@ render-samples: $(OPERATOR)
 
 ## bench-e2e: the operator binary with 100 and 1000 CRs against a local API server; prints a table
 ## (COUNTS=100 for one size; not part of make test)
+COUNTS ?= 100,1000
 bench-e2e: $(OPERATOR)
 	$(CARGO) build --release -p memcached-e2e --bin bench-e2e
-	target/release/bench-e2e --counts $(or $(COUNTS),100,1000)
+	target/release/bench-e2e --counts $(COUNTS)
 
 ## envtest: build (or find) etcd, kube-apiserver, kube-controller-manager and kubectl; prints the folder
 envtest:

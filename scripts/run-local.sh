@@ -35,7 +35,11 @@ CONVERGE_TIMEOUT="${CONVERGE_TIMEOUT:-120}"
 # Every kind the operator may own, for `kubectl get`.
 OWNED_KINDS="deployments,services,poddisruptionbudgets,horizontalpodautoscalers,servicemonitors,networkpolicies"
 
-log() { printf '\033[1mrun:\033[0m %s\n' "$*" >&2; }
+if [ -t 2 ]; then
+  log() { printf '\033[1mrun:\033[0m %s\n' "$*" >&2; }
+else
+  log() { printf 'run: %s\n' "$*" >&2; }
+fi
 die() { log "error: $*"; exit 1; }
 
 [ -x "$OPERATOR" ] || die "$OPERATOR is missing; \`make run\` builds it"
