@@ -110,7 +110,10 @@ stop_process() { # pid name: SIGTERM, wait up to 30 s, then SIGKILL
 
 cleanup() {
   local status=$?
+  set +e # a failing step (even a log line to a closed pipe) must not stop the teardown
   trap - EXIT INT TERM
+  # A closed terminal or a reader that went away must not cut the teardown short.
+  trap '' HUP PIPE
   [ -n "$TAIL_PID" ] && { kill "$TAIL_PID" 2>/dev/null || true; wait "$TAIL_PID" 2>/dev/null || true; }
   if [ -n "$OPERATOR_PID$CP_PID" ]; then
     log "stopping the operator and the control plane"
@@ -124,6 +127,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+trap 'exit 129' HUP
+trap 'exit 141' PIPE
 
 log "starting the control plane in $RUN_DIR (log: $RUN_DIR/control-plane.log)"
 "$CONTROL_PLANE" up --dir "$RUN_DIR" >"$RUN_DIR/control-plane.log" 2>&1 &

@@ -161,10 +161,16 @@ fn without_a_cluster_it_starts_one_and_prints_what_the_operator_created() {
     assert!(!stdout.contains("SecretNotFound"), "{context}");
     assert!(stdout.contains("Created NetworkPolicy full-cache"), "no Created event\n{context}");
 
-    // Nothing left behind: the operator, the control plane and its children
-    // (whose temp dir is named after the control plane's pid) are gone.
-    let operator = pid_after(&stdout, "operator pid ");
-    let plane = pid_after(&stdout, "control plane pid ");
+    assert_nothing_left(&stdout, &run_dir, &context);
+    let _ = std::fs::remove_dir_all(&run_dir);
+}
+
+/// Nothing left behind: the operator, the control plane and its children
+/// (whose temp dir is named after the control plane's pid) are gone, and so
+/// are the kubeconfigs and the pid file.
+fn assert_nothing_left(stdout: &str, run_dir: &Path, context: &str) {
+    let operator = pid_after(stdout, "operator pid ");
+    let plane = pid_after(stdout, "control plane pid ");
     let plane_dir = format!("memcached-control-plane-{plane}-");
     let run_dir_text = run_dir.to_string_lossy().into_owned();
     let left: Vec<(u32, String)> = processes()
@@ -177,9 +183,56 @@ fn without_a_cluster_it_starts_one_and_prints_what_the_operator_created() {
         })
         .collect();
     assert!(left.is_empty(), "processes left behind: {left:?}\n{context}");
-    assert!(!run_dir.join("kubeconfig").exists(), "the kubeconfig outlived the control plane");
-    assert!(!run_dir.join("pids").exists(), "the pid file outlived the run");
-    assert!(run_dir.join("operator.log").is_file(), "no operator log");
+    assert!(!run_dir.join("kubeconfig").exists(), "the kubeconfig outlived the control plane\n{context}");
+    assert!(!run_dir.join("pids").exists(), "the pid file outlived the run\n{context}");
+    assert!(run_dir.join("operator.log").is_file(), "no operator log\n{context}");
+}
+
+#[test]
+fn ctrl_c_stops_the_operator_and_the_control_plane() {
+    require_binaries();
+    let run_dir = scratch_dir("run-local-ctrl-c");
+    let mut child = spawn_script(
+        &[("LOCAL_CLUSTER", "1"), ("SAMPLES", "minimal"), ("RUN_DIR", run_dir.to_str().expect("utf-8 path"))],
+        &["KUBECONFIG", "RUN_ONCE"],
+    );
+    let stdout = child.stdout.take();
+    let out = std::thread::spawn(move || read_all(stdout));
+    // stderr line by line, to see when it is up and running.
+    let (lines_tx, lines_rx) = std::sync::mpsc::channel::<String>();
+    let stderr = child.stderr.take().expect("stderr is piped");
+    let err = std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut all = String::new();
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            all.push_str(&line);
+            all.push('\n');
+            let _ = lines_tx.send(line);
+        }
+        all
+    });
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let mut running = false;
+    while !running && Instant::now() < deadline {
+        match lines_rx.recv_timeout(Duration::from_millis(200)) {
+            Ok(line) => running = line.contains("running; Ctrl-C stops"),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                if child.try_wait().expect("polling the script").is_some() {
+                    break;
+                }
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    // What a terminal's Ctrl-C does: SIGINT to the whole foreground group.
+    signal_group(&child, libc::SIGINT);
+    let status = wait_with_timeout(&mut child, Duration::from_secs(90), "scripts/run-local.sh after Ctrl-C");
+    let stdout = out.join().expect("stdout reader");
+    let stderr = err.join().expect("stderr reader");
+    let context = format!("exit {status}\n--- stdout\n{stdout}\n--- stderr\n{stderr}");
+    assert!(running, "it never said it was running\n{context}");
+    assert!(stderr.contains("stopping the operator and the control plane"), "{context}");
+    assert_nothing_left(&stdout, &run_dir, &context);
     let _ = std::fs::remove_dir_all(&run_dir);
 }
 
