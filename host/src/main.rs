@@ -23,6 +23,9 @@ struct Cli {
     /// Logic component to load instead of the built-in one.
     #[arg(long, global = true, env = "MEMCACHED_MODULE", value_name = "PATH")]
     module: Option<PathBuf>,
+    /// Accept a module precompiled by `precompile` (native code: only one you built).
+    #[arg(long, global = true, env = "MEMCACHED_ALLOW_PRECOMPILED")]
+    allow_precompiled: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -42,6 +45,13 @@ enum Command {
     /// Run the operator against the cluster kubectl would use (in-cluster
     /// config, else KUBECONFIG or ~/.kube/config).
     Run(RunArgs),
+    /// Compile the logic module (--module, else the built-in one) ahead of
+    /// time for this binary and CPU; load the result with
+    /// `--module FILE --allow-precompiled` to start without compiling.
+    Precompile {
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: PathBuf,
+    },
 }
 
 #[derive(Args)]
@@ -109,12 +119,21 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Render { file, output } => {
-            let module = load_module(cli.module.as_deref())?;
+            let module = load_module(cli.module.as_deref(), cli.allow_precompiled)?;
             render_command(&module, &file, output)
+        }
+        Command::Precompile { output } => {
+            let bytes = match cli.module.as_deref() {
+                Some(path) => std::fs::read(path).with_context(|| format!("reading {}", path.display()))?,
+                None => memcached_operator::module::BUILTIN_COMPONENT.to_vec(),
+            };
+            let compiled = LogicModule::precompile(&bytes).context("precompiling the logic module")?;
+            std::fs::write(&output, compiled).with_context(|| format!("writing {}", output.display()))?;
+            Ok(ExitCode::SUCCESS)
         }
         Command::Run(args) => {
             init_logging(args.log_format);
-            let module = load_module(cli.module.as_deref())?;
+            let module = load_module(cli.module.as_deref(), cli.allow_precompiled)?;
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()
@@ -192,9 +211,10 @@ async fn shutdown_signal() {
     }
 }
 
-fn load_module(path: Option<&std::path::Path>) -> Result<LogicModule> {
+fn load_module(path: Option<&std::path::Path>, allow_precompiled: bool) -> Result<LogicModule> {
     match path {
-        Some(path) => LogicModule::from_file(path).with_context(|| format!("loading {}", path.display())),
+        Some(path) => LogicModule::from_file_allowing_precompiled(path, allow_precompiled)
+            .with_context(|| format!("loading {}", path.display())),
         None => LogicModule::builtin().context("loading the built-in logic module"),
     }
 }

@@ -60,6 +60,10 @@ pub enum LoadError {
     Engine(wasmtime::Error),
     #[error("compiling the logic module: {0:#}")]
     Compile(wasmtime::Error),
+    #[error("{path} is a precompiled module (native code); load it only if you built it yourself, with --allow-precompiled")]
+    PrecompiledNotAllowed { path: String },
+    #[error("{path} is a precompiled module this binary cannot run (another wasmtime version, engine settings or CPU); precompile it again with this binary: {source:#}")]
+    Incompatible { path: String, source: wasmtime::Error },
     #[error("the logic module does not export the controller contract, or imports something (a logic module must import nothing): {0:#}")]
     Link(wasmtime::Error),
 }
@@ -101,16 +105,49 @@ impl LogicModule {
     }
 
     pub fn from_file(path: &Path) -> Result<Self, LoadError> {
+        Self::from_file_allowing_precompiled(path, false)
+    }
+
+    /// A component, or with `allow_precompiled` also what [`Self::precompile`]
+    /// wrote: native code, loaded without compiling (no start-up CPU and
+    /// memory spike), so only from a trusted source.
+    pub fn from_file_allowing_precompiled(path: &Path, allow_precompiled: bool) -> Result<Self, LoadError> {
         let bytes = std::fs::read(path)
             .map_err(|source| LoadError::Read { path: path.display().to_string(), source })?;
-        Self::from_bytes(&bytes)
+        if Engine::detect_precompiled(&bytes) != Some(wasmtime::Precompiled::Component) {
+            return Self::from_bytes(&bytes);
+        }
+        let path = path.display().to_string();
+        if !allow_precompiled {
+            return Err(LoadError::PrecompiledNotAllowed { path });
+        }
+        let engine = Engine::new(&engine_config()).map_err(LoadError::Engine)?;
+        // SAFETY: wasmtime checks the artifact's version, settings and CPU
+        // features; the operator's administrator vouches for its origin
+        // (--allow-precompiled), as for the binary itself.
+        let component = unsafe { Component::deserialize(&engine, &bytes) }
+            .map_err(|source| LoadError::Incompatible { path, source })?;
+        Self::from_component(engine, &component)
     }
 
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, LoadError> {
         let engine = Engine::new(&engine_config()).map_err(LoadError::Engine)?;
         let component = Component::new(&engine, bytes).map_err(LoadError::Compile)?;
+        Self::from_component(engine, &component)
+    }
+
+    /// Compiles a component ahead of time for this binary's engine settings
+    /// and this CPU. Compiling the Memcached component takes seconds and
+    /// close to 1 GiB of memory; an image that ships the result starts
+    /// without either.
+    pub fn precompile(bytes: &[u8]) -> Result<Vec<u8>, LoadError> {
+        let engine = Engine::new(&engine_config()).map_err(LoadError::Engine)?;
+        engine.precompile_component(bytes).map_err(LoadError::Compile)
+    }
+
+    fn from_component(engine: Engine, component: &Component) -> Result<Self, LoadError> {
         let linker: Linker<CallState> = Linker::new(&engine);
-        let instance_pre = linker.instantiate_pre(&component).map_err(LoadError::Link)?;
+        let instance_pre = linker.instantiate_pre(component).map_err(LoadError::Link)?;
         let controller_pre =
             controller_bindings::ControllerLogicPre::new(instance_pre.clone()).map_err(LoadError::Link)?;
         let memcached_pre = bindings::MemcachedLogicPre::new(instance_pre).ok();

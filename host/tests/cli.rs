@@ -98,3 +98,32 @@ fn crd_matches_deploy() {
     .expect("deploy/crd exists");
     assert_eq!(text(&out.stdout), committed, "deploy/crd is stale: run `make manifests`");
 }
+
+#[test]
+fn a_precompiled_module_renders_the_same_and_needs_explicit_consent() {
+    let dir = std::env::temp_dir().join(format!("precompile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temp dir");
+    let compiled = dir.join("memcached.cwasm");
+    let compiled = compiled.to_str().expect("utf-8 path");
+    let out = operator(&["precompile", "-o", compiled], None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+
+    let cr = fixture("everything").join("memcached.yaml");
+    let cr = cr.to_str().expect("utf-8 path");
+    let refused = operator(&["--module", compiled, "render", "-f", cr], None);
+    assert!(!refused.status.success());
+    assert!(text(&refused.stderr).contains("--allow-precompiled"), "{}", text(&refused.stderr));
+
+    let rendered = operator(&["--module", compiled, "--allow-precompiled", "render", "-f", cr, "-o", "json"], None);
+    assert!(rendered.status.success(), "{}", text(&rendered.stderr));
+    let golden = std::fs::read_to_string(fixture("everything").join("objects.json")).expect("golden");
+    assert_eq!(text(&rendered.stdout), golden);
+
+    // Not a module at all: a clear error, not a crash.
+    std::fs::write(dir.join("junk.cwasm"), b"\x7fELF not really").expect("writing junk");
+    let junk = dir.join("junk.cwasm");
+    let junk = operator(&["--module", junk.to_str().expect("utf-8"), "--allow-precompiled", "render", "-f", cr], None);
+    assert!(!junk.status.success());
+    assert!(text(&junk.stderr).contains("loading"), "{}", text(&junk.stderr));
+    let _ = std::fs::remove_dir_all(&dir);
+}
