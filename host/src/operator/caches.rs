@@ -56,7 +56,12 @@ impl Cache {
         let api = kind.watch_api(client, namespace);
         let task_kind = kind.clone();
         let task = tokio::spawn(async move {
-            let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()).default_backoff());
+            // managedFields are most of an object's bytes and no reconcile
+            // reads them; an update without them keeps the server's.
+            let objects = watcher(api, watcher::Config::default())
+                .default_backoff()
+                .modify(|object: &mut DynamicObject| object.metadata.managed_fields = None);
+            let stream = reflector::reflector(writer, objects);
             let mut stream = std::pin::pin!(stream);
             while let Some(event) = stream.next().await {
                 match event {

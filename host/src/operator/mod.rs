@@ -97,6 +97,7 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     events: events::Events,
     backoff: Backoff,
+    status_memo: status::StatusMemo,
     resync_period: Duration,
 }
 
@@ -244,6 +245,7 @@ pub async fn run(
         metrics: metrics.clone(),
         events: events::Events::new(client.clone(), &options.controller_name, Some(instance_name(&options))),
         backoff: Backoff::default(),
+        status_memo: status::StatusMemo::default(),
         resync_period: options.resync_period,
     });
     let parent_api = kinds.parent.watch_api(&client, namespace);

@@ -73,6 +73,7 @@ async fn reconcile_parent(parent: &DynamicObject, ctx: &Context) -> Result<Verdi
     if parent.metadata.deletion_timestamp.is_some() {
         // The garbage collector removes the children; nothing to write.
         ctx.references.remove(&parent_key);
+        ctx.status_memo.forget(&parent_key);
         return Ok(Verdict::Deleting);
     }
     let parent_json = ctx.kinds.parent.to_json(parent);

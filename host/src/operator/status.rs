@@ -5,6 +5,7 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::{json, Value};
 
 use super::compare::{merge_patch, same_ignoring_nulls};
+use super::references::ParentKey;
 use super::{Context, ParentView, ReconcileError};
 
 /// `Ok(true)` when the status changed and was written.
@@ -25,6 +26,13 @@ pub async fn write_status(
     if same_ignoring_nulls(old, &new) {
         return Ok(false);
     }
+    let key = (parent.namespace.to_owned(), parent.name.to_owned());
+    let based_on = parent.object.metadata.resource_version.clone();
+    if ctx.status_memo.already_written(&key, based_on.as_deref(), &new) {
+        // The cached parent predates our own last write of this very status
+        // (a child's event woke us before the parent's did): nothing to do.
+        return Ok(false);
+    }
     let patch = json!({ "status": merge_patch(old, &new) });
     let api: Api<DynamicObject> = ctx.kinds.parent.api(&ctx.client, parent.namespace);
     api.patch_status(parent.name, &PatchParams::default(), &Patch::Merge(&patch)).await.map_err(|source| {
@@ -36,6 +44,29 @@ pub async fn write_status(
             source,
         }
     })?;
+    ctx.status_memo.wrote(key, based_on, new);
     tracing::info!(kind = ctx.kinds.parent.name(), name = parent.name, "status updated");
     Ok(true)
+}
+
+/// The status last written per parent, and the parent resourceVersion it was
+/// computed from.
+#[derive(Default)]
+pub struct StatusMemo {
+    written: std::sync::Mutex<std::collections::HashMap<ParentKey, (Option<String>, Value)>>,
+}
+
+impl StatusMemo {
+    fn already_written(&self, parent: &ParentKey, based_on: Option<&str>, status: &Value) -> bool {
+        let written = self.written.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        written.get(parent).is_some_and(|(rv, last)| rv.as_deref() == based_on && same_ignoring_nulls(last, status))
+    }
+
+    fn wrote(&self, parent: ParentKey, based_on: Option<String>, status: Value) {
+        self.written.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(parent, (based_on, status));
+    }
+
+    pub fn forget(&self, parent: &ParentKey) {
+        self.written.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(parent);
+    }
 }
