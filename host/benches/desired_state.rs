@@ -87,6 +87,10 @@ fn main() {
         ("fresh instance only (no call)", Box::new(|| {
             black_box(module.controller().expect("instantiates"));
         })),
+        ("fresh instance + one trivial call (manifest)", Box::new(|| {
+            let mut instance = module.controller().expect("instantiates");
+            black_box(instance.manifest().expect("a manifest"));
+        })),
         ("render (strict, off-cluster), native", Box::new(|| {
             black_box(exports::render(black_box(&cr)).expect("renders"));
         })),

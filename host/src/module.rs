@@ -194,9 +194,13 @@ fn engine_config() -> Config {
         .total_tables(POOL_INSTANCES)
         .max_memory_size(MEMORY_LIMIT_BYTES)
         // A slot's first pages stay mapped between instances and are reset
-        // with memset: a fresh instance per call then costs no page faults.
+        // in place: a fresh instance per call then costs no page faults.
         .linear_memory_keep_resident(KEEP_RESIDENT_BYTES)
-        .table_keep_resident(KEEP_RESIDENT_BYTES);
+        .table_keep_resident(KEEP_RESIDENT_BYTES)
+        // Where the kernel can say which pages a call dirtied (Linux 6.7+),
+        // only those are reset: a fresh instance plus desired-all drops from
+        // ~77 to ~52 µs. Elsewhere wasmtime resets the whole resident part.
+        .pagemap_scan(wasmtime::Enabled::Auto);
     config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     // Compiled code is cached on disk when a cache directory is writable
     // (it is not under a read-only root filesystem; then we compile).
