@@ -2,11 +2,10 @@
 //! sample is accepted, and every OpenAPI bound, enum and CEL rule of the CRD
 //! rejects what it should, naming the field the problem is at.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use control_plane::{ControlPlane, User};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
-use serde::Deserialize;
 use serde_json::{json, Value};
 
 fn memcached_resource() -> ApiResource {
@@ -33,14 +32,6 @@ fn memcached(name: &str, spec: &Value) -> DynamicObject {
     object("memcached.c5c3.io/v1alpha1", "Memcached", name, spec)
 }
 
-fn yaml_documents(path: &Path) -> Vec<Value> {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
-    serde_norway::Deserializer::from_str(&text)
-        .map(|doc| Value::deserialize(doc).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
-        .filter(|doc| !doc.is_null())
-        .collect()
-}
-
 fn cr_files() -> Vec<PathBuf> {
     let root = control_plane::repo_root();
     let mut files = Vec::new();
@@ -65,7 +56,7 @@ async fn every_fixture_and_sample_is_accepted() {
     let mut rejected = Vec::new();
     let mut created = 0;
     for (index, path) in files.iter().enumerate() {
-        for document in yaml_documents(path).into_iter().filter(|d| d["kind"] == "Memcached") {
+        for document in memcached_tests::yaml_file(path).into_iter().filter(|d| d["kind"] == "Memcached") {
             let mut object: DynamicObject = serde_json::from_value(document).expect("a Memcached object");
             // Fixtures reuse names and pick namespaces; here each gets its own name in ours.
             let name = format!("cr-{index}");
@@ -268,7 +259,7 @@ async fn service_monitor_crd_types_the_fields_we_set() {
 
     // The golden ServiceMonitor, as the operator would write it.
     let fixture = control_plane::repo_root().join("tests/fixtures/monitoring-full/objects.yaml");
-    let mut monitor = yaml_documents(&fixture)
+    let mut monitor = memcached_tests::yaml_file(&fixture)
         .into_iter()
         .flat_map(|doc| match doc.get("items") {
             Some(Value::Array(items)) => items.clone(),

@@ -6,11 +6,14 @@
 //! checks are each shown needed); the Deployment is hardened and agrees with
 //! the binary's flags, the Dockerfile and the README.
 
+#[path = "operator_support.rs"]
+mod operator_support;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use control_plane::{AuditEvent, ControlPlane, User};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
@@ -21,7 +24,6 @@ use memcached_operator::module::{LogicModule, ModuleHandle};
 use memcached_operator::operator::leader::LeaderElectionOptions;
 use memcached_operator::operator::metrics::Metrics;
 use memcached_operator::operator::{self, Options};
-use serde::Deserialize;
 use serde_json::{json, Value};
 
 const OPERATOR_USER: &str = "memcached-operator";
@@ -33,22 +35,14 @@ fn deploy_dir() -> PathBuf {
 }
 
 
-fn yaml_documents(path: &Path) -> Vec<Value> {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
-    serde_norway::Deserializer::from_str(&text)
-        .map(|doc| Value::deserialize(doc).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
-        .filter(|doc| !doc.is_null())
-        .collect()
-}
-
 /// Every object `kubectl apply -k deploy/` installs, read from the files the
 /// kustomization lists.
 fn kustomized_objects() -> Vec<Value> {
-    let kustomization = yaml_documents(&deploy_dir().join("kustomization.yaml")).remove(0);
+    let kustomization = memcached_tests::yaml_file(&deploy_dir().join("kustomization.yaml")).remove(0);
     let resources = kustomization["resources"].as_array().expect("kustomization.yaml lists resources");
     resources
         .iter()
-        .flat_map(|r| yaml_documents(&deploy_dir().join(r.as_str().expect("a resource path"))))
+        .flat_map(|r| memcached_tests::yaml_file(&deploy_dir().join(r.as_str().expect("a resource path"))))
         .collect()
 }
 
@@ -66,19 +60,12 @@ fn resource_for(object: &Value, plural: &str) -> ApiResource {
 }
 
 /// Polls `check` until it answers `Some`, or fails the test after `WAIT`.
-async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+async fn eventually<T, F, Fut>(what: &str, check: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
 {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    operator_support::eventually_within(WAIT, what, check).await
 }
 
 /// The operator's requests since `mark` that the API server refused.
@@ -379,7 +366,7 @@ async fn rbac_grants_exactly_what_the_operator_uses() {
 
     // Workloads: the "everything" sample with its Secrets, in a namespace of ours.
     let namespace = plane.create_namespace("deploy-rbac").await.expect("a namespace");
-    let sample = yaml_documents(&deploy_dir().join("samples/everything.yaml")).remove(0);
+    let sample = memcached_tests::yaml_file(&deploy_dir().join("samples/everything.yaml")).remove(0);
     let full_name = sample["metadata"]["name"].as_str().expect("a name").to_owned();
     let full_spec = sample["spec"].clone();
     let secret_api = admin_api(&admin, &namespace, &exports::manifest().reads[0]);
@@ -828,7 +815,7 @@ fn the_deployment_is_hardened_and_matches_the_flags_dockerfile_and_readme() {
     // One image, tagged with the workspace version, everywhere.
     let image = format!("{IMAGE_REPOSITORY}:{}", env!("CARGO_PKG_VERSION"));
     assert_eq!(container["image"], json!(image));
-    let kustomization = yaml_documents(&deploy_dir().join("kustomization.yaml")).remove(0);
+    let kustomization = memcached_tests::yaml_file(&deploy_dir().join("kustomization.yaml")).remove(0);
     assert_eq!(kustomization["images"], json!([{"name": IMAGE_REPOSITORY, "newTag": env!("CARGO_PKG_VERSION")}]));
     let root = control_plane::repo_root();
     let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
@@ -836,7 +823,7 @@ fn the_deployment_is_hardened_and_matches_the_flags_dockerfile_and_readme() {
     assert!(readme.contains("kubectl apply -k deploy/"), "README says how to install");
     let dockerfile = std::fs::read_to_string(root.join("Dockerfile")).expect("Dockerfile");
     assert!(dockerfile.contains(&image), "the Dockerfile names the image it builds");
-    let last_from = dockerfile.lines().filter(|l| l.starts_with("FROM ")).last().expect("a FROM");
+    let last_from = dockerfile.lines().rfind(|l| l.starts_with("FROM ")).expect("a FROM");
     assert!(last_from.contains(":nonroot"), "the final stage is a nonroot base: {last_from}");
     assert!(dockerfile.lines().any(|l| l.trim() == format!("USER {uid}:{uid}")), "the image's USER is runAsUser {uid}");
 

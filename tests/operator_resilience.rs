@@ -17,7 +17,6 @@ use http::{Method, Request};
 use kube::api::{Patch, PatchParams};
 use kube::Client;
 use memcached_operator::module::LogicModule;
-use memcached_operator::operator::metrics::Metrics;
 use operator_support::*;
 use serde_json::json;
 use tower::{Layer, Service};
@@ -100,7 +99,6 @@ fn rand_suffix() -> u128 {
 async fn operator_with_conflicts(ns: &TestNamespace<'_>, times: u32) -> (Running, Arc<AtomicU32>) {
     let remaining = Arc::new(AtomicU32::new(0));
     let writer = ConcurrentWriter { admin: ns.client.clone(), times: remaining.clone() };
-    let metrics = Arc::new(Metrics::default());
     let config = kube::Config::from_custom_kubeconfig(
         kube::config::Kubeconfig::read_from(ns.plane.kubeconfig(User::Operator)).expect("a kubeconfig"),
         &kube::config::KubeConfigOptions::default(),
@@ -108,7 +106,6 @@ async fn operator_with_conflicts(ns: &TestNamespace<'_>, times: u32) -> (Running
     .await
     .expect("a client config");
     let client = kube::client::ClientBuilder::try_from(config).expect("a client builder").with_layer(&writer).build();
-    drop(metrics);
     let running = Running::start_with_client(client, LogicModule::builtin().expect("the module"), options(&ns.namespace));
     converged(ns, "cache").await;
     remaining.store(times, Ordering::SeqCst);

@@ -17,7 +17,7 @@ use kube::{Client, ResourceExt};
 use memcached_logic::exports;
 use memcached_operator::module::{LogicModule, ModuleHandle};
 use memcached_operator::operator::compare::same_ignoring_nulls;
-use memcached_operator::operator::api_requests::CountRequestsLayer;
+use memcached_operator::operator::kinds::Kind;
 use memcached_operator::operator::metrics::Metrics;
 use memcached_operator::operator::{self, OperatorError, Options};
 use serde_json::{json, Value};
@@ -135,20 +135,6 @@ pub fn metric_value(text: &str, name: &str, labels: &str) -> u64 {
         .filter(|line| line.starts_with(name) && line.contains(labels))
         .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
         .sum::<f64>() as u64
-}
-
-/// A client that counts its requests into `metrics`, as the binary's does.
-pub async fn counting_client(plane: &ControlPlane, user: User, metrics: Arc<Metrics>) -> Client {
-    let config = kube::Config::from_custom_kubeconfig(
-        kube::config::Kubeconfig::read_from(plane.kubeconfig(user)).expect("reading the kubeconfig"),
-        &kube::config::KubeConfigOptions::default(),
-    )
-    .await
-    .expect("a client config");
-    kube::client::ClientBuilder::try_from(config)
-        .expect("a client builder")
-        .with_layer(&CountRequestsLayer::new(metrics))
-        .build()
 }
 
 /// Polls `check` until it answers `Some`, or fails the test after `WAIT`.
@@ -332,12 +318,10 @@ pub async fn create_everything_secrets(ns: &TestNamespace<'_>) {
     ns.create_secret("memcached-tls", json!({"tls.crt": "crt", "tls.key": "key", "ca.crt": "ca"})).await;
 }
 
-/// The JSON the module reads: the object with its apiVersion and kind.
-pub fn with_type(object: &DynamicObject, api_version: &str, kind: &str) -> String {
-    let mut value = serde_json::to_value(object).expect("an object serializes");
-    value["apiVersion"] = json!(api_version);
-    value["kind"] = json!(kind);
-    value.to_string()
+/// The JSON the module reads: the object with its apiVersion and kind, as
+/// the operator hands it over.
+pub fn with_type(object: &DynamicObject, resource: &ApiResource) -> String {
+    Kind { resource: resource.clone() }.to_json(object)
 }
 
 /// Waits until the operator has converged on the CR's current spec: the
@@ -351,17 +335,17 @@ pub async fn converged(ns: &TestNamespace<'_>, name: &str) -> BTreeMap<&'static 
         if status["observedGeneration"] != json!(cr.metadata.generation?) {
             return None;
         }
-        let cr_json = with_type(&cr, "memcached.c5c3.io/v1alpha1", "Memcached");
+        let cr_json = with_type(&cr, &memcached_resource());
         let mut secrets = Vec::new();
         for reference in exports::references(&cr_json).ok()? {
             if let Some(secret) = ns.get(&secret_resource(), &reference.name).await {
-                secrets.push(with_type(&secret, "v1", "Secret"));
+                secrets.push(with_type(&secret, &secret_resource()));
             }
         }
         let mut live = BTreeMap::new();
         for (kind, resource) in owned_kinds() {
             let object = ns.get(&resource, name).await;
-            let current = object.as_ref().map(|o| with_type(o, &resource.api_version, kind));
+            let current = object.as_ref().map(|o| with_type(o, &resource));
             let desired = exports::desired(kind, &cr_json, current.as_deref(), &secrets).ok()?;
             match (desired, current) {
                 (None, None) => {}

@@ -67,6 +67,12 @@ pub fn controller() -> ControllerInstance {
     module().controller().expect("the component instantiates")
 }
 
+/// Every YAML document in a file, as JSON values (the CLI's own reader).
+pub fn yaml_file(path: &std::path::Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    memcached_operator::render::parse_documents(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
 pub fn parse(text: &str) -> Value {
     serde_json::from_str(text).expect("the module answers JSON")
 }

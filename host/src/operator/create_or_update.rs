@@ -53,23 +53,21 @@ pub async fn create_or_update(
     let mut current: Option<DynamicObject> = current.map(Arc::unwrap_or_clone);
     let mut desired = desired;
     for attempt in 1..=MAX_ATTEMPTS {
-        let desired_value: Value = serde_json::from_str(&desired).map_err(|source| ReconcileError::BadObject {
-            kind: kind.name().to_owned(),
-            source,
-        })?;
-        let desired_object: DynamicObject = serde_json::from_value(desired_value.clone())
+        let desired_value: Value = serde_json::from_str(&desired)
+            .map_err(|source| ReconcileError::BadObject { kind: kind.name().to_owned(), source })?;
+        if let Some(current_object) = &current
+            && same_ignoring_nulls(&kind.to_value(current_object), &desired_value)
+        {
+            let name = current_object.name_any();
+            tracing::info!(kind = kind.name(), name, operation = "unchanged", "{} reconciled", kind.name());
+            ctx.metrics.wrote(kind.name(), Outcome::Unchanged.as_str());
+            return Ok(Applied { outcome: Outcome::Unchanged, object: current_object.clone() });
+        }
+        let desired_object: DynamicObject = serde_json::from_value(desired_value)
             .map_err(|source| ReconcileError::BadObject { kind: kind.name().to_owned(), source })?;
         let name = desired_object.name_any();
         let result = match &current {
-            Some(current_object) => {
-                let current_value: Value = serde_json::from_str(&kind.to_json(current_object)).unwrap_or(Value::Null);
-                if same_ignoring_nulls(&current_value, &desired_value) {
-                    tracing::info!(kind = kind.name(), name, operation = "unchanged", "{} reconciled", kind.name());
-                    ctx.metrics.wrote(kind.name(), Outcome::Unchanged.as_str());
-                    return Ok(Applied { outcome: Outcome::Unchanged, object: current_object.clone() });
-                }
-                api.replace(&name, &PostParams::default(), &desired_object).await.map(|o| (Outcome::Updated, o))
-            }
+            Some(_) => api.replace(&name, &PostParams::default(), &desired_object).await.map(|o| (Outcome::Updated, o)),
             None => api.create(&PostParams::default(), &desired_object).await.map(|o| (Outcome::Created, o)),
         };
         match result {

@@ -54,16 +54,21 @@ impl Kind {
         }
     }
 
-    /// The object as JSON text, with `apiVersion` and `kind` (list responses
+    /// The object as JSON, with `apiVersion` and `kind` (list responses
     /// leave them out of items; the module wants them).
-    pub fn to_json(&self, object: &DynamicObject) -> String {
-        let mut object = object.clone();
-        object.types = Some(kube::api::TypeMeta {
-            api_version: self.resource.api_version.clone(),
-            kind: self.resource.kind.clone(),
-        });
+    pub fn to_value(&self, object: &DynamicObject) -> serde_json::Value {
         // A DynamicObject always serializes (string keys, JSON values).
-        serde_json::to_string(&object).unwrap_or_default()
+        let mut value = serde_json::to_value(object).unwrap_or_default();
+        if let Some(map) = value.as_object_mut() {
+            map.insert("apiVersion".into(), self.resource.api_version.clone().into());
+            map.insert("kind".into(), self.resource.kind.clone().into());
+        }
+        value
+    }
+
+    /// [`Self::to_value`] as text, what crosses into the module.
+    pub fn to_json(&self, object: &DynamicObject) -> String {
+        self.to_value(object).to_string()
     }
 }
 
