@@ -17,6 +17,8 @@ pub mod yaml;
 
 #[cfg(target_arch = "wasm32")]
 mod component;
+#[cfg(target_arch = "wasm32")]
+mod heap;
 
 pub use api::{Memcached, MemcachedSpec, MemcachedStatus};
 pub use error::{Error, FieldError};
