@@ -65,10 +65,10 @@ pub fn set_controller_reference(object: &mut Map<String, Value>, memcached: &Mem
 /// Removes `uid: ""` from owner references (a CR rendered off-cluster has none).
 pub fn drop_empty_uids(references: &mut Value) {
     for reference in references.as_array_mut().into_iter().flatten() {
-        if let Some(map) = reference.as_object_mut() {
-            if map.get("uid").and_then(Value::as_str) == Some("") {
-                map.remove("uid");
-            }
+        if let Some(map) = reference.as_object_mut()
+            && map.get("uid").and_then(Value::as_str) == Some("")
+        {
+            map.remove("uid");
         }
     }
 }

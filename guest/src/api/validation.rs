@@ -44,10 +44,10 @@ impl Problems {
         min: T,
         max: T,
     ) {
-        if let Some(value) = value {
-            if value < min || value > max {
-                self.add(path, format!("must be between {min} and {max}, got {value}"));
-            }
+        if let Some(value) = value
+            && (value < min || value > max)
+        {
+            self.add(path, format!("must be between {min} and {max}, got {value}"));
         }
     }
 
@@ -72,10 +72,10 @@ fn validate_metadata(memcached: &Memcached, problems: &mut Problems) {
             }
         }
     }
-    if let Some(namespace) = memcached.metadata.namespace.as_deref() {
-        if let Err(why) = check_dns1123_label(namespace) {
-            problems.add("metadata.namespace", why);
-        }
+    if let Some(namespace) = memcached.metadata.namespace.as_deref()
+        && let Err(why) = check_dns1123_label(namespace)
+    {
+        problems.add("metadata.namespace", why);
     }
 }
 
@@ -87,13 +87,13 @@ fn validate_ranges(spec: &MemcachedSpec, problems: &mut Problems) {
         problems.range("spec.memcached.maxConnections", config.max_connections, 1, 65536);
         problems.range("spec.memcached.threads", config.threads, 1, 128);
         problems.range("spec.memcached.verbosity", config.verbosity, 0, 2);
-        if let Some(size) = config.max_item_size.as_deref() {
-            if !is_item_size(size) {
-                problems.add(
-                    "spec.memcached.maxItemSize",
-                    format!("must be a number followed by k or m, such as 1m, got {size:?}"),
-                );
-            }
+        if let Some(size) = config.max_item_size.as_deref()
+            && !is_item_size(size)
+        {
+            problems.add(
+                "spec.memcached.maxItemSize",
+                format!("must be a number followed by k or m, such as 1m, got {size:?}"),
+            );
         }
         if let Some(args) = &config.extra_args {
             if args.len() > 64 {
@@ -226,13 +226,13 @@ fn validate_high_availability(spec: &MemcachedSpec, ha: &HighAvailabilitySpec, p
         let base = "spec.highAvailability.gracefulShutdown";
         problems.range(&format!("{base}.preStopDelaySeconds"), gs.pre_stop_delay_seconds, 1, 300);
         problems.range(&format!("{base}.terminationGracePeriodSeconds"), gs.termination_grace_period_seconds, 1, 600);
-        if let Some((delay, grace)) = spec.graceful_shutdown() {
-            if grace <= i64::from(delay) {
-                problems.add(
-                    &format!("{base}.terminationGracePeriodSeconds"),
-                    format!("must be greater than preStopDelaySeconds ({delay}), got {grace}"),
-                );
-            }
+        if let Some((delay, grace)) = spec.graceful_shutdown()
+            && grace <= i64::from(delay)
+        {
+            problems.add(
+                &format!("{base}.terminationGracePeriodSeconds"),
+                format!("must be greater than preStopDelaySeconds ({delay}), got {grace}"),
+            );
         }
     }
 }
@@ -253,10 +253,10 @@ fn validate_security(spec: &MemcachedSpec, problems: &mut Problems) {
             problems.add(path, why);
         }
     }
-    if let Some(np) = &security.network_policy {
-        if np.allowed_sources.as_ref().is_some_and(|s| s.len() > 64) {
-            problems.add("spec.security.networkPolicy.allowedSources", "must have at most 64 items");
-        }
+    if let Some(np) = &security.network_policy
+        && np.allowed_sources.as_ref().is_some_and(|s| s.len() > 64)
+    {
+        problems.add("spec.security.networkPolicy.allowedSources", "must have at most 64 items");
     }
 }
 

@@ -62,10 +62,10 @@ fn normalize_quantities(value: &mut serde_json::Value) {
             for (key, field) in map.iter_mut() {
                 if matches!(key.as_str(), "value" | "averageValue") {
                     // One spelling for equal amounts: `1k` and `1000` both become `1e3`.
-                    if let Value::String(text) = field {
-                        if let Ok(amount) = crate::quantity::parse(text) {
-                            *text = format!("{amount:e}");
-                        }
+                    if let Value::String(text) = field
+                        && let Ok(amount) = crate::quantity::parse(text)
+                    {
+                        *text = format!("{amount:e}");
                     }
                 } else {
                     normalize_quantities(field);
