@@ -24,10 +24,10 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 use kube::api::DynamicObject;
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::{controller, watcher, Controller};
+use kube::runtime::{controller, reflector, watcher, Controller, WatchStreamExt};
 use kube::{Client, ResourceExt};
 use tokio::sync::{mpsc, watch};
 
@@ -37,7 +37,7 @@ use caches::{Cache, CacheEvents};
 use kinds::{Kind, KindError, Kinds};
 use leader::{LeaderElection, LeaderElectionOptions, LeaderError};
 use metrics::Metrics;
-use references::{ReferenceIndex, Related};
+use references::{ParentKey, ReferenceIndex, Related};
 
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -109,6 +109,23 @@ impl Context {
         let result = module.controller().and_then(|mut instance| call(&mut instance));
         self.metrics.module_called(function, started.elapsed());
         result
+    }
+
+    /// Drops what is kept per parent (referenced objects, last status,
+    /// retry delay) once the parent is gone.
+    fn forget(&self, parent: &ParentKey) {
+        self.references.remove(parent);
+        self.status_memo.forget(parent);
+        self.backoff.reset(parent);
+    }
+}
+
+/// The parent a watch event says was deleted. A CR without finalizers is
+/// never reconciled once gone, so this is where its bookkeeping is dropped.
+fn deleted_parent(event: &watcher::Event<DynamicObject>) -> Option<ParentKey> {
+    match event {
+        watcher::Event::Delete(parent) => Some((parent.namespace()?, parent.name_any())),
+        _ => None,
     }
 }
 
@@ -248,8 +265,19 @@ pub async fn run(
         status_memo: status::StatusMemo::default(),
         resync_period: options.resync_period,
     });
-    let parent_api = kinds.parent.watch_api(&client, namespace);
-    let controller = Controller::new_with(parent_api, watcher::Config::default(), kinds.parent.resource.clone())
+    // The parent watch as `Controller::new_with` builds it, plus forgetting
+    // deleted parents.
+    let parent_writer = reflector::store::Writer::new(kinds.parent.resource.clone());
+    let parent_store = parent_writer.as_reader();
+    let forgetting = ctx.clone();
+    let parents = reflector(parent_writer, watcher(kinds.parent.watch_api(&client, namespace), watcher::Config::default()))
+        .inspect_ok(move |event| {
+            if let Some(parent) = deleted_parent(event) {
+                forgetting.forget(&parent);
+            }
+        })
+        .applied_objects();
+    let controller = Controller::for_stream_with(parents, parent_store, kinds.parent.resource.clone())
         .with_config(controller::Config::default().concurrency(options.concurrency))
         .reconcile_on(receiver_stream(parents_rx))
         .reconcile_all_on(receiver_stream(everything_rx))
@@ -303,4 +331,35 @@ fn instance_name(options: &Options) -> String {
         .map(|l| l.identity.clone())
         .or_else(|| std::env::var("POD_NAME").ok())
         .unwrap_or_else(|| options.controller_name.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parent(namespace: Option<&str>) -> DynamicObject {
+        let resource = kube::api::ApiResource {
+            group: "memcached.c5c3.io".into(),
+            version: "v1alpha1".into(),
+            api_version: "memcached.c5c3.io/v1alpha1".into(),
+            kind: "Memcached".into(),
+            plural: "memcacheds".into(),
+        };
+        let object = DynamicObject::new("cache", &resource);
+        match namespace {
+            Some(namespace) => object.within(namespace),
+            None => object,
+        }
+    }
+
+    #[test]
+    fn only_a_deletion_forgets_a_parent() {
+        let key = Some(("team-a".to_owned(), "cache".to_owned()));
+        assert_eq!(deleted_parent(&watcher::Event::Delete(parent(Some("team-a")))), key);
+        assert_eq!(deleted_parent(&watcher::Event::Apply(parent(Some("team-a")))), None);
+        assert_eq!(deleted_parent(&watcher::Event::InitApply(parent(Some("team-a")))), None);
+        assert_eq!(deleted_parent(&watcher::Event::InitDone), None);
+        // Parents are namespaced; a deletion without a namespace names none.
+        assert_eq!(deleted_parent(&watcher::Event::Delete(parent(None))), None);
+    }
 }

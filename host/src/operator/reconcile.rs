@@ -72,8 +72,7 @@ async fn reconcile_parent(parent: &DynamicObject, ctx: &Context) -> Result<Verdi
     let parent_key = (namespace.to_owned(), name.to_owned());
     if parent.metadata.deletion_timestamp.is_some() {
         // The garbage collector removes the children; nothing to write.
-        ctx.references.remove(&parent_key);
-        ctx.status_memo.forget(&parent_key);
+        ctx.forget(&parent_key);
         return Ok(Verdict::Deleting);
     }
     let parent_json = ctx.kinds.parent.to_json(parent);
