@@ -1,10 +1,12 @@
 //! `make bench`: the desired state of a CR with every feature on (all six
 //! objects, with owner references and the Secret hash: the controller
-//! interface's `desired-all`, one call per reconcile), computed
-//!   - natively (the guest crate linked into the host),
-//!   - in the component with one instance reused for every call,
-//!   - in a fresh instance per call, from `InstancePre` and the pooling
-//!     allocator, as the operator runs it.
+//! interface's `desired-all`, one call per reconcile), computed:
+//!
+//! - natively (the guest crate linked into the host),
+//! - in the component with one instance reused for every call,
+//! - in a fresh instance per call, from `InstancePre` and the pooling
+//!   allocator, as the operator runs it.
+//!
 //! All in one run, so the ratios hold even on a noisy, shared machine:
 //! each case runs in interleaved rounds and reports its median round.
 //! Prints a table; the last line is the wasm/native ratio.
@@ -56,6 +58,9 @@ fn median(mut samples: Vec<f64>) -> f64 {
     samples[samples.len() / 2]
 }
 
+/// One benchmarked operation.
+type Case<'a> = Box<dyn FnMut() + 'a>;
+
 fn main() {
     let cr = everything_cr();
     let module = LogicModule::builtin().expect("the built-in component loads");
@@ -73,7 +78,7 @@ fn main() {
     assert_eq!(native_desired.iter().flatten().count(), 6);
     assert_eq!(reused_controller.desired_all(&cr, &none, &secrets).expect("component desired"), native_desired);
 
-    let mut cases: Vec<(&str, Box<dyn FnMut() + '_>)> = vec![
+    let mut cases: Vec<(&str, Case<'_>)> = vec![
         ("native", Box::new(|| {
             black_box(exports::desired_all(black_box(&cr), &none, &secrets).expect("desired"));
         })),
