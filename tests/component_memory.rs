@@ -6,6 +6,7 @@
 
 use std::sync::OnceLock;
 
+use memcached_logic::children::ChildKind;
 use memcached_operator::module::BUILTIN_COMPONENT;
 use memcached_tests::server::server_shaped;
 use memcached_tests::{fixtures, parse};
@@ -121,9 +122,9 @@ fn a_reconcile_never_grows_memory_for_any_fixture() {
             .as_array()
             .expect("a v1 List")
             .clone();
-        let current: Vec<Option<String>> = ["Deployment", "Service", "PodDisruptionBudget", "HorizontalPodAutoscaler", "ServiceMonitor", "NetworkPolicy"]
+        let current: Vec<Option<String>> = ChildKind::ALL
             .iter()
-            .map(|kind| objects.iter().find(|o| o["kind"] == *kind).map(|o| server_shaped(o).to_string()))
+            .map(|kind| objects.iter().find(|o| o["kind"] == kind.info().kind).map(|o| server_shaped(o).to_string()))
             .collect();
         let mut fresh = FreshInstance::new();
         assert_eq!(fresh.desired_all(&parent, &current, &secrets()), built, "{}", fixture.name);
