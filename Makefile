@@ -3,27 +3,41 @@
 
 CARGO ?= cargo
 WASM := target/memcached.wasm
+# The generic host (knows no Memcached) and the Memcached operator (the same
+# host with target/memcached.wasm built in).
+HOST := target/release/wasm-operator
 OPERATOR := target/release/memcached-operator
 CRD := deploy/crd/memcached.c5c3.io_memcacheds.yaml
-GUEST_SOURCES := $(shell find guest/src wit -type f) guest/Cargo.toml Cargo.lock
-# A second, tiny logic module (another CRD) the host tests load.
+GUEST_SOURCES := $(shell find guest/src wit -type f) guest/Cargo.toml Cargo.lock $(CRD)
+HOST_SOURCES := $(shell find host/src -type f) host/Cargo.toml
+# A second, tiny logic module (another CRD) the host tests load, and its
+# deliberately broken variants (cargo features) the host must refuse.
 TEST_MODULE := target/greeting.wasm
-TEST_MODULE_SOURCES := $(shell find tests/modules/greeting/src wit -type f) tests/modules/greeting/Cargo.toml
+TEST_MODULE_SOURCES := $(shell find tests/modules/greeting/src wit/controller -type f) tests/modules/greeting/Cargo.toml tests/modules/greeting/crd.yaml
+TEST_MODULE_VARIANTS := target/greeting-contract-v2.wasm target/greeting-missing-functions.wasm target/greeting-wrong-world.wasm
+# A logic module written in Python (componentize-py): an Echo CRD.
+PY_MODULE := target/echo-py.wasm
+PY_MODULE_SOURCES := $(wildcard tests/modules/echo-py/*.py) tests/modules/echo-py/crd.yaml tests/modules/echo-py/requirements.txt
+TEST_MODULES := $(TEST_MODULE) $(TEST_MODULE_VARIANTS) $(PY_MODULE)
 
 .PHONY: all build wasm test manifests bench bench-e2e run render-samples envtest clean
-.PHONY: playground playground-serve test-embeddings test-browser
+.PHONY: playground playground-serve test-embeddings test-browser test-python-module lint
 
 all: build
 
-## build: the logic component (target/memcached.wasm) and the operator binary
-build: $(OPERATOR)
+## build: the logic component (target/memcached.wasm), the generic host
+## (target/release/wasm-operator) and the Memcached operator binary
+build: $(OPERATOR) $(HOST)
 
 wasm: $(WASM)
 
 $(WASM): $(GUEST_SOURCES) scripts/build-wasm.sh
 	bash scripts/build-wasm.sh
 
-$(OPERATOR): $(WASM) $(shell find host/src -type f) host/Cargo.toml host/build.rs
+$(HOST): $(HOST_SOURCES)
+	$(CARGO) build --release -p wasm-operator
+
+$(OPERATOR): $(WASM) $(HOST_SOURCES) $(shell find memcached-operator/src -type f) memcached-operator/Cargo.toml memcached-operator/build.rs
 	$(CARGO) build --release -p memcached-operator
 
 # The local control plane's binary (tests/control-plane), for `make run`.
@@ -34,11 +48,28 @@ $(CONTROL_PLANE): $(shell find tests/control-plane/src -type f) tests/control-pl
 $(TEST_MODULE): $(TEST_MODULE_SOURCES) scripts/build-wasm.sh
 	bash scripts/build-wasm.sh tests/modules/greeting greeting-logic $(TEST_MODULE)
 
+target/greeting-%.wasm: $(TEST_MODULE_SOURCES) scripts/build-wasm.sh
+	bash scripts/build-wasm.sh tests/modules/greeting greeting-logic $@ $*
+
+$(PY_MODULE): $(PY_MODULE_SOURCES) wit/controller/controller.wit scripts/build-python-module.sh
+	bash scripts/build-python-module.sh
+
+## test-python-module: the Echo module's logic and WIT adapter under CPython
+test-python-module: $(PY_MODULE)
+	target/venv-componentize/bin/python -m pytest -q tests/modules/echo-py
+
+## lint: rustfmt and clippy, as make test runs them
+lint:
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
+
 ## test: every test, from a fresh clone (installs what is missing first).
 ## Every suite runs even when an earlier one fails; the exit status says if any did.
-test: build $(TEST_MODULE) $(CONTROL_PLANE)
+test: build $(TEST_MODULES) $(CONTROL_PLANE)
 	@status=0; \
+	$(MAKE) --no-print-directory lint || status=1; \
 	$(CARGO) test --release --workspace --no-fail-fast || status=1; \
+	$(MAKE) --no-print-directory test-python-module || status=1; \
 	$(MAKE) --no-print-directory test-embeddings || status=1; \
 	$(MAKE) --no-print-directory test-browser || status=1; \
 	exit $$status
@@ -81,10 +112,12 @@ $(PYTHON_DEPS): examples/python/requirements.txt
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r examples/python/requirements.txt
 	touch $@
 
-## manifests: regenerate deploy/crd/ from the API types (host/tests/cli.rs fails when it is stale)
-manifests: $(OPERATOR)
+## manifests: regenerate deploy/crd/ from the API types (guest/tests/crd.rs fails when it is stale);
+## the module embeds it, so rebuild afterwards
+manifests:
 	mkdir -p deploy/crd
-	$(OPERATOR) crd > $(CRD)
+	$(CARGO) run --quiet --release -p memcached-logic --example crd > $(CRD).tmp
+	mv $(CRD).tmp $(CRD)
 
 ## bench: desired state natively vs in the component (criterion); prints a table
 bench: $(WASM)

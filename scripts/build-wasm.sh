@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds a logic module for wasm32-unknown-unknown and turns it into a
 # component with zero imports: by default the guest, at target/memcached.wasm;
-# `build-wasm.sh DIR PACKAGE OUT` builds another (the tests' second module).
+# `build-wasm.sh DIR PACKAGE OUT [FEATURES]` builds another (the tests'
+# second module, and its variants by cargo feature).
 #
 # With a rustup toolchain that has the wasm32-unknown-unknown target, that
 # toolchain builds it. Otherwise (this project's machines: rustup's target
@@ -13,6 +14,7 @@ cd "$(dirname "$0")/.."
 dir=${1:-guest}
 package=${2:-memcached-logic}
 out=${3:-target/memcached.wasm}
+features=${4:-}
 root=$(pwd)
 core=target/wasm/wasm32-unknown-unknown/release/${package//-/_}.wasm
 
@@ -30,7 +32,8 @@ export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="-C link-arg=-zstack-size=5
 
 if rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown; then
     echo "build-wasm: using rustup's wasm32-unknown-unknown target" >&2
-    cargo build --release -p "$package" --lib --target wasm32-unknown-unknown --target-dir target/wasm
+    cargo build --release -p "$package" --lib --target wasm32-unknown-unknown --target-dir target/wasm \
+        ${features:+--features "$features"}
 else
     if [ ! -x /usr/bin/cargo ] || [ ! -d /usr/lib/rustlib/src/rust/library ]; then
         bash scripts/install-deps.sh wasm
@@ -39,7 +42,7 @@ else
     # /usr/bin first, so that this cargo runs its own rustc, not rustup's.
     (cd "$dir" && PATH=/usr/bin:$PATH RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1 \
         /usr/bin/cargo build --release --lib --target wasm32-unknown-unknown \
-        -Zbuild-std=std,panic_abort --target-dir "$root/target/wasm")
+        -Zbuild-std=std,panic_abort --target-dir "$root/target/wasm" ${features:+--features "$features"})
 fi
 
 cargo run --quiet --release -p componentize -- "$core" "$out"

@@ -2,10 +2,10 @@
 //! the field, never a trap, and never a "must not exist" that would make a
 //! host delete something.
 
-use memcached_logic::{Error, FieldError};
-use memcached_operator::module::{CallError, Guard};
-use memcached_tests::{controller, instance};
-use serde_json::{json, Value};
+use memcached_operator::typed::Guard;
+use memcached_tests::{desired_of, instance, reconciler};
+use serde_json::{Value, json};
+use wasm_operator::modules::{CallError, FieldError, LogicError as Error};
 
 fn valid_cr() -> Value {
     json!({
@@ -30,7 +30,7 @@ fn with(path: &[&str], value: Value) -> String {
 fn render_error(input: &str) -> Error {
     match instance().render(input) {
         Err(CallError::Logic(error)) => error,
-        Err(CallError::Module(trap)) => panic!("the component trapped on {:.80}: {trap:#}", input),
+        Err(failure) => panic!("the component failed on {:.80}: {failure}", input),
         Ok(objects) => panic!("accepted {:.80}: {objects:?}", input),
     }
 }
@@ -110,9 +110,12 @@ fn unknown_spec_fields_are_named_off_cluster_and_skipped_on_it() {
     assert_eq!(error, Error::Invalid(vec![FieldError::new("spec.replica", "unknown field")]));
     let nested = with(&["spec", "memcached"], json!({"maxMemoryMb": 128}));
     assert_eq!(first(&render_error(&nested)).path, "spec.memcached.maxMemoryMb");
-    assert_eq!(instance().validate(&nested).expect("validates"), vec![FieldError::new("spec.memcached.maxMemoryMb", "unknown field")]);
+    assert_eq!(
+        instance().validate(&nested).expect("validates"),
+        vec![FieldError::new("spec.memcached.maxMemoryMb", "unknown field")]
+    );
     // The operator's path tolerates them, as the API server prunes them anyway.
-    assert!(controller().desired("Deployment", &input, None, &[]).expect("desired").is_some());
+    assert!(desired_of(reconciler().desired(&input, &[], &[]).expect("desired"), "Deployment").is_some());
 }
 
 #[test]
@@ -125,8 +128,12 @@ fn deeply_nested_json_is_refused_without_overflowing_the_stack() {
         // Where JSON is kept as JSON, the recursion limit answers.
         for answer in [
             instance().to_yaml(&nested),
-            controller().status(&valid_cr().to_string(), std::slice::from_ref(&nested), &[], "2026-11-21T10:00:00Z", None),
-            instance().construct("ServiceMonitor", &valid_cr().to_string(), Some(&format!("{{\"spec\":{nested}}}")), &[]),
+            instance().construct(
+                "ServiceMonitor",
+                &valid_cr().to_string(),
+                Some(&format!("{{\"spec\":{nested}}}")),
+                &[],
+            ),
         ] {
             match answer {
                 Err(CallError::Logic(Error::Malformed(errors))) => {
@@ -135,49 +142,69 @@ fn deeply_nested_json_is_refused_without_overflowing_the_stack() {
                 other => panic!("depth {depth}: expected a recursion-limit error, got {other:?}"),
             }
         }
+        // An owned object must be a JSON object: refused before any recursion.
+        let status = reconciler().status(
+            &valid_cr().to_string(),
+            std::slice::from_ref(&nested),
+            &[],
+            "2026-11-21T10:00:00Z",
+            None,
+        );
+        assert!(matches!(status, Err(CallError::Logic(Error::Malformed(_)))), "depth {depth}: {status:?}");
     }
 }
 
 #[test]
 fn an_invalid_cr_never_answers_must_not_exist() {
-    // The NetworkPolicy is enabled; the spec is invalid. "None" would tell a
-    // host to delete the NetworkPolicy: the answer must be an error instead.
+    // The NetworkPolicy is enabled; the spec is invalid. An answer without
+    // it would tell a host to delete it: the answer must be an error instead.
     let input = with(&["spec", "replicas"], json!(500));
-    for kind in ["Deployment", "Service", "NetworkPolicy", "PodDisruptionBudget"] {
-        match controller().desired(kind, &input, None, &[]) {
-            Err(CallError::Logic(Error::Invalid(errors))) => {
-                assert_eq!(errors[0].path, "spec.replicas", "{kind}")
-            }
-            other => panic!("{kind}: expected an invalid-spec error, got {other:?}"),
-        }
+    let owned = reconciler().desired(&valid_cr().to_string(), &[], &[]).expect("the valid CR's objects");
+    match reconciler().desired(&input, &owned, &[]) {
+        Err(CallError::Logic(Error::Invalid(errors))) => assert_eq!(errors[0].path, "spec.replicas"),
+        other => panic!("expected an invalid-spec error, got {other:?}"),
     }
     let malformed = with(&["spec", "replicas"], json!({}));
-    assert!(matches!(controller().desired("NetworkPolicy", &malformed, None, &[]), Err(CallError::Logic(Error::Malformed(_)))));
+    assert!(matches!(reconciler().desired(&malformed, &owned, &[]), Err(CallError::Logic(Error::Malformed(_)))));
 }
 
 #[test]
 fn every_function_answers_bad_input_without_trapping() {
     let cr = valid_cr().to_string();
     let mut wasm = instance();
-    let mut controller = controller();
+    let mut reconciler = reconciler();
     let bad = "{\"kind\": [}";
     for guard in [Guard::ServiceMonitor, Guard::NetworkPolicy, Guard::Pdb, Guard::Hpa] {
         assert!(matches!(wasm.guard(guard, bad), Err(CallError::Logic(_))));
     }
-    for kind in ["Deployment", "Service", "PodDisruptionBudget", "HorizontalPodAutoscaler", "ServiceMonitor", "NetworkPolicy"] {
-        assert!(matches!(wasm.construct(kind, &cr, Some(bad), &[]), Err(CallError::Logic(Error::Malformed(_)))), "{kind}");
-        assert!(matches!(wasm.construct(kind, &cr, Some("[1]"), &[]), Err(CallError::Logic(Error::Malformed(_)))), "{kind}");
+    for kind in
+        ["Deployment", "Service", "PodDisruptionBudget", "HorizontalPodAutoscaler", "ServiceMonitor", "NetworkPolicy"]
+    {
+        assert!(
+            matches!(wasm.construct(kind, &cr, Some(bad), &[]), Err(CallError::Logic(Error::Malformed(_)))),
+            "{kind}"
+        );
+        assert!(
+            matches!(wasm.construct(kind, &cr, Some("[1]"), &[]), Err(CallError::Logic(Error::Malformed(_)))),
+            "{kind}"
+        );
     }
-    assert!(matches!(wasm.construct("Deployment", &cr, None, &[bad.into()]), Err(CallError::Logic(Error::Malformed(_)))));
-    assert!(matches!(controller.desired("Pod", &cr, None, &[]), Err(CallError::Logic(Error::Unsupported(_)))));
-    assert!(matches!(controller.status(&cr, &[bad.into()], &[], "2026-11-21T10:00:00Z", None), Err(CallError::Logic(_))));
-    match controller.status(&cr, &[], &[], "yesterday", None) {
+    assert!(matches!(
+        wasm.construct("Deployment", &cr, None, &[bad.into()]),
+        Err(CallError::Logic(Error::Malformed(_)))
+    ));
+    assert!(matches!(reconciler.desired(&cr, &[bad.into()], &[]), Err(CallError::Logic(Error::Malformed(_)))));
+    assert!(matches!(
+        reconciler.status(&cr, &[bad.into()], &[], "2026-11-21T10:00:00Z", None),
+        Err(CallError::Logic(_))
+    ));
+    match reconciler.status(&cr, &[], &[], "yesterday", None) {
         Err(CallError::Logic(error)) => assert_eq!(first(&error).path, "now"),
         other => panic!("a bad time must be refused: {other:?}"),
     }
     assert!(matches!(wasm.validate(bad), Err(CallError::Logic(_))));
     assert!(matches!(wasm.default(bad), Err(CallError::Logic(_))));
-    assert!(matches!(controller.references(bad), Err(CallError::Logic(_))));
+    assert!(matches!(reconciler.references(bad), Err(CallError::Logic(_))));
     assert!(matches!(wasm.to_yaml(bad), Err(CallError::Logic(_))));
     // One instance survived all of that: nothing trapped.
     assert!(wasm.render(&cr).is_ok());
@@ -211,8 +238,10 @@ fn mutated_crs_never_trap() {
             }
         }
         let Ok(input) = String::from_utf8(bytes) else { continue };
-        if let Err(CallError::Module(trap)) = wasm.render(&input) {
-            panic!("round {round}: trapped on {input}: {trap:#}");
+        if let Err(failure) = wasm.render(&input)
+            && failure.is_module_failure()
+        {
+            panic!("round {round}: failed on {input}: {failure}");
         }
         if round % 50 == 0 {
             wasm = instance();

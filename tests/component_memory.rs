@@ -7,10 +7,10 @@
 use std::sync::OnceLock;
 
 use memcached_logic::children::ChildKind;
-use memcached_operator::module::BUILTIN_COMPONENT;
+use memcached_operator::BUILTIN_COMPONENT;
 use memcached_tests::server::server_shaped;
 use memcached_tests::{fixtures, parse};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use wasmtime::component::{Component, Func, Instance, InstancePre, Linker, Val};
 use wasmtime::{Engine, ResourceLimiter, Store};
 
@@ -59,26 +59,27 @@ impl FreshInstance {
     fn controller_func(&mut self, name: &str) -> Func {
         let interface = self
             .instance
-            .get_export_index(&mut self.store, None, "c5c3:memcached/controller@0.1.0")
-            .expect("exports the controller interface");
-        let func = self.instance.get_export_index(&mut self.store, Some(&interface), name).expect("exports the function");
+            .get_export_index(&mut self.store, None, "wasm-operator:controller/reconciler@1.0.0")
+            .expect("exports the reconciler interface");
+        let func =
+            self.instance.get_export_index(&mut self.store, Some(&interface), name).expect("exports the function");
         self.instance.get_func(&mut self.store, func).expect("a function")
     }
 
-    /// `desired-all`; the number of owned objects it answered.
-    fn desired_all(&mut self, parent: &str, current: &[Option<String>], related: &[String]) -> usize {
-        let func = self.controller_func("desired-all");
-        let current = current.iter().map(|c| Val::Option(c.clone().map(|text| Box::new(Val::String(text))))).collect();
+    /// `desired`; the number of objects it answered.
+    fn desired(&mut self, parent: &str, owned: &[String], related: &[String]) -> usize {
+        let func = self.controller_func("desired");
+        let owned = owned.iter().map(|text| Val::String(text.clone())).collect();
         let related = related.iter().map(|text| Val::String(text.clone())).collect();
-        let params = [Val::String(parent.to_owned()), Val::List(current), Val::List(related)];
+        let params = [Val::String(parent.to_owned()), Val::List(owned), Val::List(related)];
         let mut results = [Val::Bool(false)];
-        func.call(&mut self.store, &params, &mut results).expect("desired-all does not trap");
+        func.call(&mut self.store, &params, &mut results).expect("desired does not trap");
         match &results[0] {
             Val::Result(Ok(Some(objects))) => match objects.as_ref() {
-                Val::List(objects) => objects.iter().filter(|o| matches!(o, Val::Option(Some(_)))).count(),
-                other => panic!("desired-all answered {other:?}"),
+                Val::List(objects) => objects.len(),
+                other => panic!("desired answered {other:?}"),
             },
-            other => panic!("desired-all failed: {other:?}"),
+            other => panic!("desired failed: {other:?}"),
         }
     }
 
@@ -111,23 +112,25 @@ fn a_reconcile_never_grows_memory_for_any_fixture() {
 
         // From nothing, as the first reconcile builds.
         let mut fresh = FreshInstance::new();
-        let built = fresh.desired_all(&parent, &[], &secrets());
+        let built = fresh.desired(&parent, &[], &secrets());
         assert!(built >= 2, "{}: built {built} objects", fixture.name);
         assert_eq!(fresh.memory_growths(), &[], "{}: memory grew building from nothing", fixture.name);
 
         // From the objects as the API server returns them, as every later
         // reconcile does: more to parse.
-        let objects: Vec<Value> = parse(&std::fs::read_to_string(fixture.dir.join("objects.json")).expect("objects.json"))
-            ["items"]
-            .as_array()
-            .expect("a v1 List")
-            .clone();
-        let current: Vec<Option<String>> = ChildKind::ALL
+        let objects: Vec<Value> =
+            parse(&std::fs::read_to_string(fixture.dir.join("objects.json")).expect("objects.json"))["items"]
+                .as_array()
+                .expect("a v1 List")
+                .clone();
+        let current: Vec<String> = ChildKind::ALL
             .iter()
-            .map(|kind| objects.iter().find(|o| o["kind"] == kind.info().kind).map(|o| server_shaped(o).to_string()))
+            .filter_map(|kind| {
+                objects.iter().find(|o| o["kind"] == kind.info().kind).map(|o| server_shaped(o).to_string())
+            })
             .collect();
         let mut fresh = FreshInstance::new();
-        assert_eq!(fresh.desired_all(&parent, &current, &secrets()), built, "{}", fixture.name);
+        assert_eq!(fresh.desired(&parent, &current, &secrets()), built, "{}", fixture.name);
         assert_eq!(fresh.memory_growths(), &[], "{}: memory grew building from current objects", fixture.name);
     }
 }
@@ -139,8 +142,8 @@ fn input_larger_than_the_initial_memory_grows_the_heap() {
     // 2.5 MiB of annotation: more than the whole initial memory, under the 3 MiB input cap.
     parent["metadata"]["annotations"]["example.com/large"] = json!("x".repeat(5 << 19));
     let mut fresh = FreshInstance::new();
-    assert_eq!(fresh.desired_all(&parent.to_string(), &[], &secrets()), 6);
+    assert_eq!(fresh.desired(&parent.to_string(), &[], &secrets()), 6);
     assert!(!fresh.memory_growths().is_empty(), "2.5 MiB of input fit without growing memory?");
     // And the grown heap keeps serving calls on the same instance.
-    assert_eq!(fresh.desired_all(&with_uid(&fixture.stored).to_string(), &[], &secrets()), 6);
+    assert_eq!(fresh.desired(&with_uid(&fixture.stored).to_string(), &[], &secrets()), 6);
 }

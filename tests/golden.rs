@@ -8,10 +8,10 @@
 
 use memcached_logic::children::ChildKind;
 use memcached_logic::exports;
-use memcached_operator::module::Guard;
 use memcached_operator::render::as_json_list;
+use memcached_operator::typed::Guard;
 use memcached_tests::server::server_shaped;
-use memcached_tests::{controller, fixtures, instance, parse, Fixture};
+use memcached_tests::{Fixture, fixtures, instance, parse, reconciler};
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
@@ -53,7 +53,7 @@ fn every_exported_function_answers_identically_natively_and_in_the_component() {
         let cr = fixture.memcached.as_str();
         let name = fixture.name.as_str();
         let mut wasm = instance();
-        let mut controller = controller();
+        let mut reconciler = reconciler();
 
         let guards = [
             (Guard::ServiceMonitor, exports::service_monitor_enabled(cr)),
@@ -64,51 +64,42 @@ fn every_exported_function_answers_identically_natively_and_in_the_component() {
         for (guard, native) in guards {
             assert_eq!(wasm.guard(guard, cr).ok(), native.ok(), "{name}: guard {guard:?}");
         }
-        assert_eq!(wasm.validate(cr).expect("validate"), exports::validate(cr).expect("validate"), "{name}");
+        let component: Vec<(String, String)> =
+            wasm.validate(cr).expect("validate").into_iter().map(|e| (e.path, e.message)).collect();
+        let native: Vec<(String, String)> =
+            exports::validate(cr).expect("validate").into_iter().map(|e| (e.path, e.message)).collect();
+        assert_eq!(component, native, "{name}");
         assert_eq!(wasm.default(cr).expect("default"), exports::default(cr).expect("default"), "{name}");
-        assert_eq!(
-            wasm.labels_for_memcached(name).expect("labels"),
-            exports::labels_for_memcached(name),
-            "{name}"
-        );
-        let references: Vec<String> = controller.references(cr).expect("references").into_iter().map(|r| r.name).collect();
+        assert_eq!(wasm.labels_for_memcached(name).expect("labels"), exports::labels_for_memcached(name), "{name}");
+        let references: Vec<String> =
+            reconciler.references(cr).expect("references").into_iter().map(|r| r.name).collect();
         let native_references: Vec<String> =
             exports::references(cr).expect("references").into_iter().map(|r| r.name).collect();
         assert_eq!(references, native_references, "{name}");
 
         let secrets = secrets_for(&native_references);
-        let mut deployment = None;
         for kind in ChildKind::ALL {
             let kind_name = kind.info().kind;
             let typed_native = exports::construct(kind, cr, None, &secrets).expect("construct");
             let typed_wasm = wasm.construct(kind_name, cr, None, &secrets).expect("construct");
             assert_eq!(typed_native, typed_wasm, "{name}: construct {kind_name}");
-
-            let native = exports::desired(kind_name, cr, None, &secrets).expect("desired");
-            let component = controller.desired(kind_name, cr, None, &secrets).expect("desired");
-            assert_eq!(native, component, "{name}: desired {kind_name}");
-            let Some(created) = native else { continue };
-            // Again from the server's answer, the way the operator calls it.
-            let current = server_shaped(&parse(&created)).to_string();
-            let native = exports::desired(kind_name, cr, Some(&current), &secrets).expect("desired");
-            let component = controller.desired(kind_name, cr, Some(&current), &secrets).expect("desired");
-            assert_eq!(native, component, "{name}: desired {kind_name} from the server's object");
-            if kind == ChildKind::Deployment {
-                deployment = Some(current);
-            }
         }
 
-        let none = vec![None; ChildKind::ALL.len()];
-        assert_eq!(
-            controller.desired_all(cr, &none, &secrets).expect("desired-all"),
-            exports::desired_all(cr, &none, &secrets).expect("desired-all"),
-            "{name}: desired-all"
-        );
+        // The generic contract: from nothing, then again from the server's
+        // answer, the way the operator calls it.
+        let native = exports::desired(cr, &[], &secrets).expect("desired");
+        let component = reconciler.desired(cr, &[], &secrets).expect("desired");
+        assert_eq!(native, component, "{name}: desired");
+        let current: Vec<String> = native.iter().map(|created| server_shaped(&parse(created)).to_string()).collect();
+        let native = exports::desired(cr, &current, &secrets).expect("desired");
+        let component = reconciler.desired(cr, &current, &secrets).expect("desired");
+        assert_eq!(native, component, "{name}: desired from the server's objects");
+        let deployment = current.iter().find(|o| parse(o)["kind"] == "Deployment").cloned();
 
         let now = "2026-11-21T10:00:10Z";
         let owned: Vec<String> = deployment.iter().cloned().collect();
         assert_eq!(
-            controller.status(cr, &owned, &secrets, now, None).expect("status"),
+            reconciler.status(cr, &owned, &secrets, now, None).expect("status"),
             exports::status(cr, &owned, &secrets, now, None).expect("status"),
             "{name}: status"
         );

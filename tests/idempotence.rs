@@ -4,7 +4,7 @@
 
 use memcached_logic::exports;
 use memcached_tests::server::server_shaped;
-use memcached_tests::{changed_paths, controller, fixtures, parse, without_nulls};
+use memcached_tests::{changed_paths, desired_of, fixtures, parse, reconciler, without_nulls};
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
@@ -15,13 +15,14 @@ fn kind_of(object: &Value) -> &str {
 #[test]
 fn building_from_the_previous_output_changes_nothing() {
     for fixture in fixtures() {
-        let mut wasm = controller();
+        let mut wasm = reconciler();
         for text in exports::render(&fixture.memcached).expect("renders") {
             let object = parse(&text);
             let kind = kind_of(&object);
-            let again = exports::desired(kind, &fixture.stored, Some(&text), &[]).expect("desired");
+            let owned = [text.clone()];
+            let again = desired_of(exports::desired(&fixture.stored, &owned, &[]).expect("desired"), kind);
             assert_eq!(again.as_deref(), Some(text.as_str()), "{}: {kind} changed when rebuilt", fixture.name);
-            let again = wasm.desired(kind, &fixture.stored, Some(&text), &[]).expect("desired");
+            let again = desired_of(wasm.desired(&fixture.stored, &owned, &[]).expect("desired"), kind);
             assert_eq!(again.as_deref(), Some(text.as_str()), "{}: {kind} changed in the component", fixture.name);
         }
     }
@@ -33,9 +34,9 @@ fn building_from_the_servers_object_keeps_what_the_server_filled_in() {
         for text in exports::render(&fixture.memcached).expect("renders") {
             let stored = server_shaped(&parse(&text));
             let kind = kind_of(&stored).to_owned();
-            let rebuilt = exports::desired(&kind, &fixture.stored, Some(&stored.to_string()), &[])
-                .expect("desired")
-                .expect("still wanted");
+            let rebuilt =
+                desired_of(exports::desired(&fixture.stored, &[stored.to_string()], &[]).expect("desired"), &kind)
+                    .expect("still wanted");
             assert_eq!(
                 without_nulls(&stored),
                 without_nulls(&parse(&rebuilt)),
@@ -89,8 +90,7 @@ fn a_changed_cr_changes_only_what_it_demands_and_keeps_server_fields() {
         for object in &before {
             let kind = kind_of(object);
             let stored = server_shaped(object);
-            let rebuilt = exports::desired(kind, &cr, Some(&stored.to_string()), &[])
-                .expect("desired")
+            let rebuilt = desired_of(exports::desired(&cr, &[stored.to_string()], &[]).expect("desired"), kind)
                 .expect("still wanted");
             let changed = changed_paths(&without_nulls(&stored), &without_nulls(&parse(&rebuilt)));
             let allowed: &[&str] = edit.may_change.iter().find(|(k, _)| *k == kind).map(|(_, p)| *p).unwrap_or(&[]);

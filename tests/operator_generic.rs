@@ -1,55 +1,44 @@
-//! The host is generic: another logic module, for another CRD, runs in the
-//! same operator code with no change. The Greeting module
-//! (tests/modules/greeting, built to target/greeting.wasm) owns a ConfigMap
-//! and reads a Secret; it can also be made to trap.
+//! The host is generic: modules for other CRDs run in the same operator,
+//! several in one process, each reconciling its own parents.
+//!
+//! - The Greeting module (tests/modules/greeting, Rust) owns any number of
+//!   ConfigMaps per Greeting and reads a Secret; it can also be told to
+//!   trap, loop forever or allocate without bound.
+//! - The Echo module (tests/modules/echo-py) is written in Python and built
+//!   with componentize-py: it imports WASI, which the host links with
+//!   nothing granted.
+//!
+//! Each module's CRD is installed from the module's own manifest.
 
 #[path = "operator_support.rs"]
 mod operator_support;
 
 use control_plane::ControlPlane;
-use kube::api::{Api, ApiResource, DynamicObject, PostParams};
 use kube::ResourceExt;
-use memcached_operator::module::LogicModule;
+use kube::api::{Api, ApiResource, DynamicObject, PostParams};
 use operator_support::*;
-use serde_json::{json, Value};
-
-const GREETING_CRD: &str = r#"
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: greetings.example.c5c3.io}
-spec:
-  group: example.c5c3.io
-  names: {kind: Greeting, listKind: GreetingList, plural: greetings, singular: greeting}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    subresources: {status: {}}
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
-          status: {type: object, x-kubernetes-preserve-unknown-fields: true}
-"#;
-
-fn greeting_module() -> LogicModule {
-    let path = control_plane::repo_root().join("target/greeting.wasm");
-    assert!(path.is_file(), "{} is missing: `make test` builds it (make target/greeting.wasm)", path.display());
-    LogicModule::from_file(&path).expect("the Greeting module loads")
-}
+use serde_json::{Value, json};
+use wasm_operator::modules::LogicModule;
 
 fn greetings_resource() -> ApiResource {
     gvk("example.c5c3.io", "v1", "Greeting", "greetings")
+}
+
+fn echoes_resource() -> ApiResource {
+    gvk("python.example.c5c3.io", "v1", "Echo", "echoes")
 }
 
 fn configmaps_resource() -> ApiResource {
     gvk("", "v1", "ConfigMap", "configmaps")
 }
 
+/// Installs the CRD the module ships in its manifest.
+async fn install_crd(plane: &ControlPlane, module: &LogicModule) {
+    plane.apply_yaml(&module.manifest().crd).await.expect("installing the module's CRD");
+}
+
 struct Greetings<'a> {
-    ns: TestNamespace<'a>,
+    ns: &'a TestNamespace<'a>,
 }
 
 impl Greetings<'_> {
@@ -57,23 +46,47 @@ impl Greetings<'_> {
         self.ns.api(&greetings_resource())
     }
 
-    async fn set_spec(&self, spec: Value) {
-        let mut greeting = self.api().get("hello").await.expect("the Greeting");
+    async fn create(&self, name: &str, spec: Value) -> DynamicObject {
+        let greeting =
+            json!({"apiVersion": "example.c5c3.io/v1", "kind": "Greeting", "metadata": {"name": name}, "spec": spec});
+        let greeting: DynamicObject = serde_json::from_value(greeting).expect("a Greeting");
+        self.api().create(&PostParams::default(), &greeting).await.expect("creating a Greeting")
+    }
+
+    async fn set_spec(&self, name: &str, spec: Value) {
+        let mut greeting = self.api().get(name).await.expect("the Greeting");
         greeting.data["spec"] = spec;
-        self.api().replace("hello", &PostParams::default(), &greeting).await.expect("updating the Greeting");
+        self.api().replace(name, &PostParams::default(), &greeting).await.expect("updating the Greeting");
     }
 
-    async fn configmap(&self) -> Option<DynamicObject> {
-        self.ns.get(&configmaps_resource(), "hello").await
+    async fn configmap(&self, name: &str) -> Option<DynamicObject> {
+        self.ns.get(&configmaps_resource(), name).await
     }
 
-    async fn wait_configmap(&self, check: impl Fn(&Value) -> bool) -> DynamicObject {
-        eventually("the ConfigMap", || async { self.configmap().await.filter(|c| check(&c.data["data"])) }).await
+    async fn wait_configmap(&self, name: &str, check: impl Fn(&Value) -> bool) -> DynamicObject {
+        eventually(&format!("ConfigMap {name}"), || async {
+            self.configmap(name).await.filter(|c| check(&c.data["data"]))
+        })
+        .await
     }
 
-    async fn wait_phase(&self, phase: &str) -> Value {
+    async fn wait_gone(&self, name: &str) {
+        eventually(&format!("ConfigMap {name} to go"), || async { self.configmap(name).await.is_none().then_some(()) })
+            .await
+    }
+
+    async fn wait_status(&self, name: &str, check: impl Fn(&Value) -> bool) -> Value {
+        eventually(&format!("the status of Greeting {name}"), || async {
+            let greeting = self.api().get(name).await.ok()?;
+            let status = greeting.data.get("status")?.clone();
+            check(&status).then_some(status)
+        })
+        .await
+    }
+
+    async fn wait_phase(&self, name: &str, phase: &str) -> Value {
         eventually(&format!("phase {phase}"), || async {
-            let greeting = self.api().get("hello").await.ok()?;
+            let greeting = self.api().get(name).await.ok()?;
             let status = greeting.data.get("status")?.clone();
             (status["phase"] == json!(phase) && status["observedGeneration"] == json!(greeting.metadata.generation?))
                 .then_some(status)
@@ -89,50 +102,221 @@ impl Greetings<'_> {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn another_module_for_another_crd_runs_with_no_code_change() {
-    let plane = ControlPlane::shared();
-    plane.apply_yaml(GREETING_CRD).await.expect("installing the Greeting CRD");
-    grant_operator_everything(plane).await;
-    let ns = TestNamespace::on(plane, "greeting").await;
-    let greeting = json!({"apiVersion": "example.c5c3.io/v1", "kind": "Greeting", "metadata": {"name": "hello"},
-                          "spec": {"message": "hi", "signatureSecret": "sig"}});
-    let greeting: DynamicObject = serde_json::from_value(greeting).expect("a Greeting");
-    let greetings = Greetings { ns };
-    let created = greetings.api().create(&PostParams::default(), &greeting).await.expect("creating the Greeting");
-    let operator = Running::start(plane, greeting_module(), options(&greetings.ns.namespace)).await;
+fn stalled(status: &Value) -> Option<&Value> {
+    status["conditions"].as_array()?.iter().find(|c| c["type"] == "Stalled")
+}
 
-    // Owned kind created from the manifest alone, with the owner reference.
-    let configmap = greetings.wait_configmap(|d| d["message"] == "hi").await;
-    assert_eq!(configmap.data["data"]["signature"], "unsigned");
-    assert_eq!(controller_uid(&configmap), created.uid());
-    greetings.wait_phase("Published in ConfigMap hello").await;
-    greetings.wait_event("Created", "Created ConfigMap hello").await;
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_modules_in_one_process_each_reconcile_their_own_parents() {
+    // The Memcached CRD and the module's own.
+    let ns = TestNamespace::new("two-modules").await;
+    let plane = ns.plane;
+    let greeting = module_file("greeting.wasm");
+    let greeting_digest = greeting.digest().to_owned();
+    install_crd(plane, &greeting).await;
+    let greetings = Greetings { ns: &ns };
+
+    let hello = greetings
+        .create("hello", json!({"message": "hi", "signatureSecret": "sig", "audiences": ["world", "moon"]}))
+        .await;
+    let other = greetings.create("other", json!({"message": "yo", "audiences": ["moon"]})).await;
+    ns.create_memcached("cache", json!({"replicas": 2})).await;
+    // Not anyone's: never touched.
+    let stray: DynamicObject = serde_json::from_value(
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "hello-stray"}, "data": {"mine": "yes"}}),
+    )
+    .expect("a ConfigMap");
+    let stray = ns
+        .api(&configmaps_resource())
+        .create(&PostParams::default(), &stray)
+        .await
+        .expect("creating a stray ConfigMap");
+
+    let operator = Running::start_modules(plane, vec![memcached_module(), greeting], options(&ns.namespace)).await;
+
+    // Memcached, as ever.
+    let memcached = converged(&ns, "cache").await;
+    assert!(memcached.contains_key("Deployment") && memcached.contains_key("Service"));
+
+    // The Greetings: several ConfigMaps of one kind per parent.
+    for (name, message) in [("hello", "hi"), ("hello-world", "hi, world"), ("hello-moon", "hi, moon")] {
+        let configmap = greetings.wait_configmap(name, |d| d["message"] == message).await;
+        assert_eq!(controller_uid(&configmap), hello.uid(), "{name}");
+        assert_eq!(configmap.data["data"]["signature"], "unsigned");
+    }
+    let other_moon = greetings.wait_configmap("other-moon", |d| d["message"] == "yo, moon").await;
+    assert_eq!(controller_uid(&other_moon), other.uid());
+    greetings.wait_phase("hello", "Published in ConfigMap hello, hello-moon, hello-world").await;
+    greetings.wait_event("Created", "Created ConfigMap hello-moon").await;
 
     // The read kind: the Secret the parent references wakes it.
-    greetings.ns.create_secret("sig", json!({"key": "value"})).await;
-    greetings.wait_configmap(|d| d["signature"] == "signed by sig").await;
+    ns.create_secret("sig", json!({"key": "value"})).await;
+    for name in ["hello", "hello-world", "hello-moon"] {
+        greetings.wait_configmap(name, |d| d["signature"] == "signed by sig").await;
+    }
 
-    // Unwanted now: deleted, as it is ours.
-    greetings.set_spec(json!({"message": ""})).await;
-    eventually("the ConfigMap to go", || async { greetings.configmap().await.is_none().then_some(()) }).await;
-    greetings.wait_event("Deleted", "Deleted ConfigMap hello").await;
-    greetings.wait_phase("Nothing to publish").await;
+    // Change one, drop one: hello-moon goes because hello controls it;
+    // other-moon, another parent's, and the stray stay as they are.
+    let other_moon_version = other_moon.resource_version();
+    greetings
+        .set_spec("hello", json!({"message": "hi", "signatureSecret": "sig", "audiences": ["world"], "x": 1}))
+        .await;
+    greetings.wait_gone("hello-moon").await;
+    greetings.wait_event("Deleted", "Deleted ConfigMap hello-moon").await;
+    greetings.wait_phase("hello", "Published in ConfigMap hello, hello-world").await;
+    greetings.set_spec("hello", json!({"message": "hello", "signatureSecret": "sig", "audiences": ["world"]})).await;
+    greetings.wait_configmap("hello-world", |d| d["message"] == "hello, world").await;
+    let untouched = greetings.configmap("other-moon").await.expect("another parent's ConfigMap stays");
+    assert_eq!(untouched.resource_version(), other_moon_version, "another parent's ConfigMap was written");
+    let stray_now = greetings.configmap("hello-stray").await.expect("the stray ConfigMap stays");
+    assert_eq!(stray_now.resource_version(), stray.resource_version(), "a ConfigMap nobody controls was written");
+
+    // Unwanted now: every one of hello's ConfigMaps goes.
+    greetings.set_spec("hello", json!({"message": ""})).await;
+    greetings.wait_gone("hello").await;
+    greetings.wait_gone("hello-world").await;
+    greetings.wait_phase("hello", "Nothing to publish").await;
 
     // Invalid: reported in status and a Warning; nothing is deleted.
-    greetings.set_spec(json!({"message": "back"})).await;
-    greetings.wait_configmap(|d| d["message"] == "back").await;
-    greetings.set_spec(json!({"message": 42})).await;
-    greetings.wait_phase("Invalid: spec.message must be a string").await;
+    greetings.set_spec("hello", json!({"message": "back"})).await;
+    greetings.wait_configmap("hello", |d| d["message"] == "back").await;
+    greetings.set_spec("hello", json!({"message": 42})).await;
+    greetings.wait_phase("hello", "Invalid: spec.message must be a string").await;
     greetings.wait_event("InvalidSpec", "spec.message").await;
-    assert!(greetings.configmap().await.is_some(), "an invalid spec deletes nothing");
+    assert!(greetings.configmap("hello").await.is_some(), "an invalid spec deletes nothing");
 
-    // A module that traps: a Warning, a failed reconcile, and the operator
-    // carries on; fixing the spec recovers.
-    greetings.set_spec(json!({"message": "trap"})).await;
-    greetings.wait_event("ModuleFailed", "desired-all").await;
-    eventually("a failed reconcile", || async { (operator.reconciles("error") >= 1).then_some(()) }).await;
-    greetings.set_spec(json!({"message": "recovered"})).await;
-    greetings.wait_configmap(|d| d["message"] == "recovered").await;
+    // One process, two modules, labelled apart in the metrics.
+    let metrics = operator.metrics.encode();
+    assert!(metric_value(&metrics, "wasm_operator_reconciles_total", "module=\"memcached\"") >= 1, "{metrics}");
+    assert!(metric_value(&metrics, "wasm_operator_reconciles_total", "module=\"greeting\"") >= 1, "{metrics}");
+    assert_eq!(
+        metric_value(&metrics, "wasm_operator_module_info", &format!("digest=\"{greeting_digest}\"")),
+        1,
+        "{metrics}"
+    );
+    assert_eq!(metric_value(&metrics, "wasm_operator_module_info", "module=\"memcached\""), 1, "{metrics}");
+    operator.stop().await.expect("a clean stop");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_module_that_traps_loops_or_exhausts_memory_fails_only_its_own_parents() {
+    // The Memcached CRD and the module's own.
+    let ns = TestNamespace::new("isolation").await;
+    let plane = ns.plane;
+    let greeting = module_file("greeting.wasm");
+    install_crd(plane, &greeting).await;
+    let greetings = Greetings { ns: &ns };
+    greetings.create("hello", json!({"message": "hi"})).await;
+    ns.create_memcached("cache", json!({"replicas": 1})).await;
+    let operator = Running::start_modules(plane, vec![memcached_module(), greeting], options(&ns.namespace)).await;
+    greetings.wait_configmap("hello", |d| d["message"] == "hi").await;
+    converged(&ns, "cache").await;
+
+    let failures = [
+        ("trap", "ModuleTrapped", "trapped"),
+        ("loop", "ModuleDeadlineExceeded", "deadline"),
+        ("allocate", "ModuleOutOfMemory", "out of memory"),
+    ];
+    for (replicas, (message, reason, words)) in (2..).zip(failures) {
+        greetings.set_spec("hello", json!({"message": message})).await;
+        greetings.wait_event(reason, words).await;
+        let status = greetings
+            .wait_status("hello", |s| stalled(s).is_some_and(|c| c["reason"] == reason && c["status"] == "True"))
+            .await;
+        let condition = stalled(&status).expect("Stalled");
+        assert!(condition["message"].as_str().is_some_and(|m| m.contains(words)), "{condition}");
+        // Nothing of the broken module's parent changed or went.
+        let configmap = greetings.configmap("hello").await.expect("the ConfigMap stays");
+        assert_eq!(configmap.data["data"]["message"], "hi");
+
+        // The other module in the same process carries on.
+        ns.set_spec("cache", json!({"replicas": replicas})).await;
+        let memcached = converged(&ns, "cache").await;
+        assert_eq!(memcached["Deployment"].data["spec"]["replicas"], replicas);
+    }
+    let metrics = operator.metrics.encode();
+    for (_, reason, _) in failures {
+        let labels = format!("module=\"greeting\",reason=\"{reason}\"");
+        assert!(metric_value(&metrics, "wasm_operator_module_failures_total", &labels) >= 1, "{reason}: {metrics}");
+    }
+    assert_eq!(metric_value(&metrics, "wasm_operator_module_failures_total", "module=\"memcached\""), 0, "{metrics}");
+
+    // Fixed: reconciled again, and the module's own status replaces Stalled.
+    greetings.set_spec("hello", json!({"message": "recovered"})).await;
+    greetings.wait_configmap("hello", |d| d["message"] == "recovered").await;
+    let status = greetings.wait_status("hello", |s| s["phase"] == "Published in ConfigMap hello").await;
+    assert!(stalled(&status).is_none(), "{status}");
+    operator.stop().await.expect("a clean stop");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_module_written_in_python_is_reconciled_by_the_same_host() {
+    let plane = ControlPlane::shared();
+    let echo = module_file("echo-py.wasm");
+    assert!(echo.contract().starts_with("wasm-operator:controller/reconciler@1."), "{}", echo.contract());
+    install_crd(plane, &echo).await;
+    grant_operator_everything(plane).await;
+    let ns = TestNamespace::on(plane, "python").await;
+    let echoes = ns.api(&echoes_resource());
+    let created: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "python.example.c5c3.io/v1", "kind": "Echo", "metadata": {"name": "hi"}, "spec": {"text": "hello"}
+    }))
+    .expect("an Echo");
+    let created = echoes.create(&PostParams::default(), &created).await.expect("creating an Echo");
+    let operator = Running::start(plane, echo, options(&ns.namespace)).await;
+
+    let configmap = |check: fn(&Value) -> bool| {
+        let ns = &ns;
+        async move {
+            eventually("the Echo's ConfigMap", || async {
+                ns.get(&configmaps_resource(), "hi-echo").await.filter(|c| check(&c.data["data"]))
+            })
+            .await
+        }
+    };
+    let made = configmap(|d| d["echo"] == "hello" && d["language"] == "python").await;
+    assert_eq!(controller_uid(&made), created.uid());
+    let status = |expected: &'static str| {
+        let echoes = echoes.clone();
+        async move {
+            eventually("the Echo's status", || async {
+                let echo = echoes.get("hi").await.ok()?;
+                let status = echo.data.get("status")?.clone();
+                (status["echoed"] == expected && status["observedGeneration"] == json!(echo.metadata.generation?))
+                    .then_some(status)
+            })
+            .await
+        }
+    };
+    status("hello").await;
+
+    let set_spec = |spec: Value| {
+        let echoes = echoes.clone();
+        async move {
+            let mut echo = echoes.get("hi").await.expect("the Echo");
+            echo.data["spec"] = spec;
+            echoes.replace("hi", &PostParams::default(), &echo).await.expect("updating the Echo");
+        }
+    };
+    set_spec(json!({"text": "hello", "shout": true})).await;
+    let shouted = configmap(|d| d["echo"] == "HELLO").await;
+    assert_eq!(shouted.uid(), made.uid(), "updated in place, not recreated");
+    status("HELLO").await;
+
+    // Steady state: a reconcile of an unchanged Echo writes nothing.
+    let mark = plane.audit_mark().expect("the audit log");
+    let reconciled = operator.reconciles("success");
+    let mut echo = echoes.get("hi").await.expect("the Echo");
+    echo.annotations_mut().insert("touched".into(), "yes".into());
+    echoes.replace("hi", &PostParams::default(), &echo).await.expect("annotating the Echo");
+    eventually("one more reconcile", || async { (operator.reconciles("success") > reconciled).then_some(()) }).await;
+    let writes = ns.operator_writes(mark).await;
+    assert!(writes.is_empty(), "an unchanged Echo was written to: {writes:?}");
+
+    set_spec(json!({"text": ""})).await;
+    eventually("the ConfigMap to go", || async {
+        ns.get(&configmaps_resource(), "hi-echo").await.is_none().then_some(())
+    })
+    .await;
     operator.stop().await.expect("a clean stop");
 }

@@ -9,13 +9,18 @@ mod operator_support;
 
 use std::collections::BTreeMap;
 
-use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::ResourceExt;
+use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use operator_support::*;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 fn port_names(object: &DynamicObject, pointer: &str) -> Vec<String> {
-    object.data.pointer(pointer).and_then(Value::as_array).into_iter().flatten()
+    object
+        .data
+        .pointer(pointer)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
         .filter_map(|p| p["name"].as_str().map(str::to_owned))
         .collect()
 }
@@ -83,9 +88,8 @@ async fn an_unchanged_cr_costs_no_write_at_all() {
 
     let writes = ns.operator_writes(mark).await;
     assert!(writes.is_empty(), "an unchanged CR must cost no write; the operator wrote: {writes:#?}");
-    assert_eq!(second.metric("memcached_operator_create_or_update_total", "outcome=\"unchanged\""), 12);
-    let after = ns.memcacheds().get("steady").await.expect("the CR")
-        .data["status"].clone();
+    assert_eq!(second.metric("wasm_operator_create_or_update_total", "outcome=\"unchanged\""), 12);
+    let after = ns.memcacheds().get("steady").await.expect("the CR").data["status"].clone();
     assert_eq!(after, status, "the status did not change");
 }
 
@@ -112,84 +116,179 @@ fn with(mut base: Value, pointer: &str, value: Value) -> Value {
 }
 
 fn rows() -> Vec<Row> {
-    let pdb = |min: i64| with(minimal(), "/highAvailability", json!({"podDisruptionBudget": {"enabled": true, "minAvailable": min}}));
+    let pdb = |min: i64| {
+        with(minimal(), "/highAvailability", json!({"podDisruptionBudget": {"enabled": true, "minAvailable": min}}))
+    };
     let hpa = |max: i64| {
-        let autoscaled = with(minimal(), "/autoscaling", json!({"enabled": true, "minReplicas": 2, "maxReplicas": max}));
+        let autoscaled =
+            with(minimal(), "/autoscaling", json!({"enabled": true, "minReplicas": 2, "maxReplicas": max}));
         // The default metric is CPU utilization, which needs a CPU request.
         with(with(autoscaled, "/replicas", Value::Null), "/resources", json!({"requests": {"cpu": "100m"}}))
     };
     let monitoring = |interval: &str| {
-        with(minimal(), "/monitoring", json!({"enabled": true, "serviceMonitor": {"interval": interval, "additionalLabels": {"release": "prom", "app.kubernetes.io/name": "mine"}}}))
+        with(
+            minimal(),
+            "/monitoring",
+            json!({"enabled": true, "serviceMonitor": {"interval": interval, "additionalLabels": {"release": "prom", "app.kubernetes.io/name": "mine"}}}),
+        )
     };
     let network_policy = |namespace: &str| {
-        with(minimal(), "/security", json!({"networkPolicy": {"enabled": true, "allowedSources": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}}]}}))
+        with(
+            minimal(),
+            "/security",
+            json!({"networkPolicy": {"enabled": true, "allowedSources": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}}]}}),
+        )
     };
     let tls = with(minimal(), "/security", json!({"tls": {"enabled": true, "certificateSecretRef": {"name": "tls"}}}));
     let annotated = |annotations: Value| with(minimal(), "/service", json!({"annotations": annotations}));
     vec![
-        Row { what: "minimal", spec: minimal(), optional: [false; 4], check: |live| {
-            assert_eq!(container_names(&live["Deployment"]), ["memcached"]);
-            assert_eq!(port_names(&live["Service"], "/spec/ports"), ["memcached"]);
-            assert_eq!(live["Deployment"].data["spec"]["replicas"], 3);
-        }},
-        Row { what: "enable the PDB", spec: pdb(1), optional: [true, false, false, false], check: |live| {
-            assert_eq!(live["PodDisruptionBudget"].data["spec"]["minAvailable"], 1);
-        }},
-        Row { what: "change the PDB", spec: pdb(2).clone(), optional: [true, false, false, false], check: |live| {
-            assert_eq!(live["PodDisruptionBudget"].data["spec"]["minAvailable"], 2);
-        }},
+        Row {
+            what: "minimal",
+            spec: minimal(),
+            optional: [false; 4],
+            check: |live| {
+                assert_eq!(container_names(&live["Deployment"]), ["memcached"]);
+                assert_eq!(port_names(&live["Service"], "/spec/ports"), ["memcached"]);
+                assert_eq!(live["Deployment"].data["spec"]["replicas"], 3);
+            },
+        },
+        Row {
+            what: "enable the PDB",
+            spec: pdb(1),
+            optional: [true, false, false, false],
+            check: |live| {
+                assert_eq!(live["PodDisruptionBudget"].data["spec"]["minAvailable"], 1);
+            },
+        },
+        Row {
+            what: "change the PDB",
+            spec: pdb(2).clone(),
+            optional: [true, false, false, false],
+            check: |live| {
+                assert_eq!(live["PodDisruptionBudget"].data["spec"]["minAvailable"], 2);
+            },
+        },
         Row { what: "disable the PDB", spec: minimal(), optional: [false; 4], check: |_| {} },
         Row { what: "re-enable the PDB", spec: pdb(1), optional: [true, false, false, false], check: |_| {} },
-        Row { what: "enable the HPA", spec: hpa(5), optional: [false, true, false, false], check: |live| {
-            assert_eq!(live["HorizontalPodAutoscaler"].data["spec"]["maxReplicas"], 5);
-            assert_eq!(live["HorizontalPodAutoscaler"].data["spec"]["scaleTargetRef"]["kind"], "Deployment");
-        }},
-        Row { what: "change the HPA", spec: hpa(9), optional: [false, true, false, false], check: |live| {
-            assert_eq!(live["HorizontalPodAutoscaler"].data["spec"]["maxReplicas"], 9);
-        }},
+        Row {
+            what: "enable the HPA",
+            spec: hpa(5),
+            optional: [false, true, false, false],
+            check: |live| {
+                assert_eq!(live["HorizontalPodAutoscaler"].data["spec"]["maxReplicas"], 5);
+                assert_eq!(live["HorizontalPodAutoscaler"].data["spec"]["scaleTargetRef"]["kind"], "Deployment");
+            },
+        },
+        Row {
+            what: "change the HPA",
+            spec: hpa(9),
+            optional: [false, true, false, false],
+            check: |live| {
+                assert_eq!(live["HorizontalPodAutoscaler"].data["spec"]["maxReplicas"], 9);
+            },
+        },
         Row { what: "disable the HPA", spec: minimal(), optional: [false; 4], check: |_| {} },
         Row { what: "re-enable the HPA", spec: hpa(5), optional: [false, true, false, false], check: |_| {} },
-        Row { what: "enable monitoring", spec: monitoring("30s"), optional: [false, false, true, false], check: |live| {
-            assert_eq!(container_names(&live["Deployment"]), ["memcached", "exporter"]);
-            assert_eq!(port_names(&live["Service"], "/spec/ports"), ["memcached", "metrics"]);
-            let labels = &live["ServiceMonitor"].metadata.labels;
-            let labels = labels.as_ref().expect("labels");
-            assert_eq!(labels.get("release").map(String::as_str), Some("prom"));
-            assert_eq!(labels.get("app.kubernetes.io/name").map(String::as_str), Some("memcached"), "the standard label wins");
-            assert_eq!(live["ServiceMonitor"].data["spec"]["endpoints"][0]["interval"], "30s");
-        }},
-        Row { what: "change the ServiceMonitor", spec: monitoring("10s"), optional: [false, false, true, false], check: |live| {
-            assert_eq!(live["ServiceMonitor"].data["spec"]["endpoints"][0]["interval"], "10s");
-        }},
-        Row { what: "disable monitoring", spec: minimal(), optional: [false; 4], check: |live| {
-            assert_eq!(container_names(&live["Deployment"]), ["memcached"]);
-            assert_eq!(port_names(&live["Service"], "/spec/ports"), ["memcached"]);
-        }},
-        Row { what: "re-enable monitoring", spec: monitoring("30s"), optional: [false, false, true, false], check: |_| {} },
-        Row { what: "enable the NetworkPolicy", spec: network_policy("web"), optional: [false, false, false, true], check: |live| {
-            let from = &live["NetworkPolicy"].data["spec"]["ingress"][0]["from"][0];
-            assert_eq!(from["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"], "web");
-        }},
-        Row { what: "change the NetworkPolicy", spec: network_policy("api"), optional: [false, false, false, true], check: |live| {
-            let from = &live["NetworkPolicy"].data["spec"]["ingress"][0]["from"][0];
-            assert_eq!(from["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"], "api");
-        }},
+        Row {
+            what: "enable monitoring",
+            spec: monitoring("30s"),
+            optional: [false, false, true, false],
+            check: |live| {
+                assert_eq!(container_names(&live["Deployment"]), ["memcached", "exporter"]);
+                assert_eq!(port_names(&live["Service"], "/spec/ports"), ["memcached", "metrics"]);
+                let labels = &live["ServiceMonitor"].metadata.labels;
+                let labels = labels.as_ref().expect("labels");
+                assert_eq!(labels.get("release").map(String::as_str), Some("prom"));
+                assert_eq!(
+                    labels.get("app.kubernetes.io/name").map(String::as_str),
+                    Some("memcached"),
+                    "the standard label wins"
+                );
+                assert_eq!(live["ServiceMonitor"].data["spec"]["endpoints"][0]["interval"], "30s");
+            },
+        },
+        Row {
+            what: "change the ServiceMonitor",
+            spec: monitoring("10s"),
+            optional: [false, false, true, false],
+            check: |live| {
+                assert_eq!(live["ServiceMonitor"].data["spec"]["endpoints"][0]["interval"], "10s");
+            },
+        },
+        Row {
+            what: "disable monitoring",
+            spec: minimal(),
+            optional: [false; 4],
+            check: |live| {
+                assert_eq!(container_names(&live["Deployment"]), ["memcached"]);
+                assert_eq!(port_names(&live["Service"], "/spec/ports"), ["memcached"]);
+            },
+        },
+        Row {
+            what: "re-enable monitoring",
+            spec: monitoring("30s"),
+            optional: [false, false, true, false],
+            check: |_| {},
+        },
+        Row {
+            what: "enable the NetworkPolicy",
+            spec: network_policy("web"),
+            optional: [false, false, false, true],
+            check: |live| {
+                let from = &live["NetworkPolicy"].data["spec"]["ingress"][0]["from"][0];
+                assert_eq!(from["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"], "web");
+            },
+        },
+        Row {
+            what: "change the NetworkPolicy",
+            spec: network_policy("api"),
+            optional: [false, false, false, true],
+            check: |live| {
+                let from = &live["NetworkPolicy"].data["spec"]["ingress"][0]["from"][0];
+                assert_eq!(from["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"], "api");
+            },
+        },
         Row { what: "disable the NetworkPolicy", spec: minimal(), optional: [false; 4], check: |_| {} },
-        Row { what: "re-enable the NetworkPolicy", spec: network_policy("web"), optional: [false, false, false, true], check: |_| {} },
-        Row { what: "TLS on: the TLS port appears", spec: tls.clone(), optional: [false; 4], check: |live| {
-            assert_eq!(port_names(&live["Service"], "/spec/ports"), ["memcached", "memcached-tls"]);
-        }},
-        Row { what: "TLS off: the TLS port goes", spec: minimal(), optional: [false; 4], check: |live| {
-            assert_eq!(port_names(&live["Service"], "/spec/ports"), ["memcached"]);
-        }},
-        Row { what: "service annotations", spec: annotated(json!({"a": "1"})), optional: [false; 4], check: |live| {
-            assert_eq!(live["Service"].metadata.annotations.as_ref().map(|a| a.len()), Some(1));
-            assert_eq!(live["Service"].annotations().get("a").map(String::as_str), Some("1"));
-        }},
-        Row { what: "service annotations replaced wholesale", spec: annotated(json!({"b": "2"})), optional: [false; 4], check: |live| {
-            let annotations = live["Service"].annotations();
-            assert_eq!(annotations.keys().collect::<Vec<_>>(), ["b"]);
-        }},
+        Row {
+            what: "re-enable the NetworkPolicy",
+            spec: network_policy("web"),
+            optional: [false, false, false, true],
+            check: |_| {},
+        },
+        Row {
+            what: "TLS on: the TLS port appears",
+            spec: tls.clone(),
+            optional: [false; 4],
+            check: |live| {
+                assert_eq!(port_names(&live["Service"], "/spec/ports"), ["memcached", "memcached-tls"]);
+            },
+        },
+        Row {
+            what: "TLS off: the TLS port goes",
+            spec: minimal(),
+            optional: [false; 4],
+            check: |live| {
+                assert_eq!(port_names(&live["Service"], "/spec/ports"), ["memcached"]);
+            },
+        },
+        Row {
+            what: "service annotations",
+            spec: annotated(json!({"a": "1"})),
+            optional: [false; 4],
+            check: |live| {
+                assert_eq!(live["Service"].metadata.annotations.as_ref().map(|a| a.len()), Some(1));
+                assert_eq!(live["Service"].annotations().get("a").map(String::as_str), Some("1"));
+            },
+        },
+        Row {
+            what: "service annotations replaced wholesale",
+            spec: annotated(json!({"b": "2"})),
+            optional: [false; 4],
+            check: |live| {
+                let annotations = live["Service"].annotations();
+                assert_eq!(annotations.keys().collect::<Vec<_>>(), ["b"]);
+            },
+        },
     ]
 }
 
@@ -251,7 +350,12 @@ async fn deployment_status_drives_every_condition_and_the_server_list() {
     let _operator = ns.start_operator().await;
     converged(&ns, "cache").await;
     let deployments = ns.api(&resource_of("Deployment"));
-    let status_of = |s: &Value, t: &str| (condition(s, t)["status"].as_str().unwrap_or("").to_owned(), condition(s, t)["reason"].as_str().unwrap_or("").to_owned());
+    let status_of = |s: &Value, t: &str| {
+        (
+            condition(s, t)["status"].as_str().unwrap_or("").to_owned(),
+            condition(s, t)["reason"].as_str().unwrap_or("").to_owned(),
+        )
+    };
 
     // No pods yet (there is no kubelet here: the test plays it).
     let status = ns.wait_status("cache", |s| s["conditions"].is_array()).await;
@@ -280,7 +384,11 @@ async fn deployment_status_drives_every_condition_and_the_server_list() {
     // A rollout: fewer updated replicas than desired.
     deployments.patch_status("cache", &PatchParams::default(), &Patch::Merge(&set(3, 3, 1))).await.expect("status");
     let status = ns.wait_status("cache", |s| condition(s, "Progressing")["status"] == "True").await;
-    assert_eq!(condition(&status, "Available")["lastTransitionTime"], available_since, "unchanged status keeps its time");
+    assert_eq!(
+        condition(&status, "Available")["lastTransitionTime"],
+        available_since,
+        "unchanged status keeps its time"
+    );
 
     // A new generation is observed.
     let cr = ns.set_spec("cache", json!({"replicas": 4})).await;
@@ -345,7 +453,9 @@ async fn objects_that_are_not_ours_are_never_deleted_nor_taken_over() {
     let foreign_pdb = pdbs.create(&PostParams::default(), &foreign_pdb).await.expect("creating a foreign PDB");
     // And a ConfigMap-controlled Service where ours would go.
     let owner = ns.api(&gvk("", "v1", "ConfigMap", "configmaps"));
-    let owner_cm: DynamicObject = serde_json::from_value(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "owner"}})).expect("cm");
+    let owner_cm: DynamicObject =
+        serde_json::from_value(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "owner"}}))
+            .expect("cm");
     let owner_cm = owner.create(&PostParams::default(), &owner_cm).await.expect("creating the other owner");
     let service = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "cache", "ownerReferences": [
         {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner_cm.uid(), "controller": true}]},

@@ -15,7 +15,7 @@ use control_plane::User;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
 use operator_support::*;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 /// One `memcached-operator run` process; killed if the test fails.
 struct Process {
@@ -58,7 +58,9 @@ impl Process {
         let lines = self.lines.lock().expect("the log").clone();
         lines
             .iter()
-            .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("a log line that is not JSON ({e}): {line}")))
+            .map(|line| {
+                serde_json::from_str(line).unwrap_or_else(|e| panic!("a log line that is not JSON ({e}): {line}"))
+            })
             .collect()
     }
 
@@ -124,7 +126,8 @@ async fn two_replicas_share_one_lease_and_stop_gracefully_on_sigterm() {
 
     let mut leader = Process::start(&ns);
     let (leader_metrics, leader_health) = leader.addresses().await;
-    eventually("the leader to be ready", || async { (get(&leader_health, "/readyz").await.0 == 200).then_some(()) }).await;
+    eventually("the leader to be ready", || async { (get(&leader_health, "/readyz").await.0 == 200).then_some(()) })
+        .await;
     assert_eq!(get(&leader_health, "/healthz").await.0, 200);
     ns.wait_for("Deployment", "first").await;
     let leader_identity = eventually("a lease holder", || async { holder(&ns).await }).await;
@@ -133,18 +136,23 @@ async fn two_replicas_share_one_lease_and_stop_gracefully_on_sigterm() {
     let mut standby = Process::start(&ns);
     let (standby_metrics, standby_health) = standby.addresses().await;
     standby.wait_log("another replica is the leader; waiting").await;
-    eventually("the standby to be ready", || async { (get(&standby_health, "/readyz").await.0 == 200).then_some(()) }).await;
+    eventually("the standby to be ready", || async { (get(&standby_health, "/readyz").await.0 == 200).then_some(()) })
+        .await;
     let (status, metrics) = get(&leader_metrics, "/metrics").await;
     assert_eq!(status, 200);
-    assert_eq!(metric_value(&metrics, "memcached_operator_leader", ""), 1, "{metrics}");
-    assert!(metric_value(&metrics, "memcached_operator_reconciles_total", "result=\"success\"") >= 1, "{metrics}");
-    for family in ["memcached_operator_reconcile_duration_seconds", "memcached_operator_create_or_update_total",
-                   "memcached_operator_module_call_duration_seconds", "memcached_operator_api_requests_total"] {
+    assert_eq!(metric_value(&metrics, "wasm_operator_leader", ""), 1, "{metrics}");
+    assert!(metric_value(&metrics, "wasm_operator_reconciles_total", "result=\"success\"") >= 1, "{metrics}");
+    for family in [
+        "wasm_operator_reconcile_duration_seconds",
+        "wasm_operator_create_or_update_total",
+        "wasm_operator_module_call_duration_seconds",
+        "wasm_operator_api_requests_total",
+    ] {
         assert!(metrics.contains(family), "{family} is exported");
     }
     let standby_text = get(&standby_metrics, "/metrics").await.1;
-    assert_eq!(metric_value(&standby_text, "memcached_operator_leader", ""), 0);
-    assert_eq!(metric_value(&standby_text, "memcached_operator_reconciles_total", ""), 0, "the standby never reconciles");
+    assert_eq!(metric_value(&standby_text, "wasm_operator_leader", ""), 0);
+    assert_eq!(metric_value(&standby_text, "wasm_operator_reconciles_total", ""), 0, "the standby never reconciles");
 
     // SIGTERM: reconciles in flight finish, the lease is released, exit 0;
     // the standby takes over at once, not a lease duration later.
@@ -153,10 +161,8 @@ async fn two_replicas_share_one_lease_and_stop_gracefully_on_sigterm() {
     leader.wait_log("released the leader lease").await;
     let logs = leader.logs();
     assert!(logs.iter().all(|l| l["timestamp"].is_string() && l["level"].is_string()), "structured logs");
-    let new_holder = eventually("the standby to take over", || async {
-        holder(&ns).await.filter(|h| *h != leader_identity)
-    })
-    .await;
+    let new_holder =
+        eventually("the standby to take over", || async { holder(&ns).await.filter(|h| *h != leader_identity) }).await;
     assert!(new_holder.ends_with(&format!("_{}", standby.child.id())));
     standby.wait_log("became the leader").await;
     ns.create_memcached("second", json!({"replicas": 1})).await;

@@ -7,16 +7,15 @@ mod operator_support;
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use control_plane::{ControlPlane, User};
 use http::{Method, Request};
-use kube::api::{Patch, PatchParams};
 use kube::Client;
-use memcached_operator::module::LogicModule;
+use kube::api::{Patch, PatchParams};
 use operator_support::*;
 use serde_json::json;
 use tower::{Layer, Service};
@@ -106,7 +105,7 @@ async fn operator_with_conflicts(ns: &TestNamespace<'_>, times: u32) -> (Running
     .await
     .expect("a client config");
     let client = kube::client::ClientBuilder::try_from(config).expect("a client builder").with_layer(&writer).build();
-    let running = Running::start_with_client(client, LogicModule::builtin().expect("the module"), options(&ns.namespace));
+    let running = Running::start_with_client(client, vec![memcached_module()], options(&ns.namespace));
     converged(ns, "cache").await;
     remaining.store(times, Ordering::SeqCst);
     (running, remaining)
@@ -122,7 +121,7 @@ async fn conflicts_from_a_concurrent_writer_are_retried_and_converge() {
     let live = converged(&ns, "cache").await;
     assert_eq!(live["Deployment"].data["spec"]["replicas"], 3);
     assert_eq!(remaining.load(Ordering::SeqCst), 0, "both conflicts were injected");
-    assert_eq!(operator.metric("memcached_operator_conflicts_retried_total", "kind=\"Deployment\""), 2);
+    assert_eq!(operator.metric("wasm_operator_conflicts_retried_total", "kind=\"Deployment\""), 2);
     assert_eq!(operator.reconciles("error"), 0, "two conflicts stay within one reconcile's five attempts");
 }
 
@@ -136,7 +135,7 @@ async fn five_conflicts_in_a_row_fail_the_reconcile_which_is_retried_later() {
     let live = converged(&ns, "cache").await;
     assert_eq!(live["Deployment"].data["spec"]["replicas"], 2);
     assert_eq!(remaining.load(Ordering::SeqCst), 0);
-    assert_eq!(operator.metric("memcached_operator_conflicts_retried_total", "kind=\"Deployment\""), 5);
+    assert_eq!(operator.metric("wasm_operator_conflicts_retried_total", "kind=\"Deployment\""), 5);
     assert!(operator.reconciles("error") >= 1, "the fifth conflict fails the reconcile");
     let warnings = ns.event_notes("ReconcileFailed").await;
     assert!(warnings.iter().any(|n| n.contains("still conflicting after 5 attempts")), "{warnings:?}");

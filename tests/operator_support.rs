@@ -15,14 +15,15 @@ use control_plane::{ControlPlane, User};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use kube::{Client, ResourceExt};
 use memcached_logic::exports;
-use memcached_operator::module::{LogicModule, ModuleHandle};
-use memcached_operator::operator::compare::same_ignoring_nulls;
-use memcached_operator::operator::kinds::Kind;
-use memcached_operator::operator::metrics::Metrics;
-use memcached_operator::operator::{self, OperatorError, Options};
-use serde_json::{json, Value};
+use memcached_tests::engine;
+use serde_json::{Value, json};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
+use wasm_operator::modules::{LogicModule, ModuleSlot};
+use wasm_operator::operator::compare::same_ignoring_nulls;
+use wasm_operator::operator::kinds::Kind;
+use wasm_operator::operator::metrics::Metrics;
+use wasm_operator::operator::{self, OperatorError, Options};
 
 pub const OPERATOR_USER: &str = "memcached-operator";
 pub const WAIT: Duration = Duration::from_secs(30);
@@ -75,7 +76,6 @@ pub fn options(namespace: &str) -> Options {
         leader_election: None,
         concurrency: 2,
         resync_period: Duration::from_secs(3600),
-        controller_name: "memcached-operator".to_owned(),
     }
 }
 
@@ -88,17 +88,23 @@ pub struct Running {
 
 impl Running {
     pub async fn start(plane: &ControlPlane, module: LogicModule, options: Options) -> Self {
-        let client = plane.client(User::Operator).await.expect("an operator client");
-        Self::start_with_client(client, module, options)
+        Self::start_modules(plane, vec![module], options).await
     }
 
-    pub fn start_with_client(client: Client, module: LogicModule, options: Options) -> Self {
+    /// Several modules in one operator, as `--module a --module b` runs them.
+    pub async fn start_modules(plane: &ControlPlane, modules: Vec<LogicModule>, options: Options) -> Self {
+        let client = plane.client(User::Operator).await.expect("an operator client");
+        Self::start_with_client(client, modules, options)
+    }
+
+    pub fn start_with_client(client: Client, modules: Vec<LogicModule>, options: Options) -> Self {
         let metrics = Arc::new(Metrics::default());
         let (stop, stopped) = oneshot::channel::<()>();
         let shutdown = async move {
             let _ = stopped.await;
         };
-        let task = tokio::spawn(operator::run(client, ModuleHandle::new(module), metrics.clone(), options, shutdown));
+        let slots = modules.into_iter().map(ModuleSlot::new).collect();
+        let task = tokio::spawn(operator::run(client, slots, metrics.clone(), options, shutdown));
         Self { metrics, stop: Some(stop), task: Some(task) }
     }
 
@@ -113,7 +119,7 @@ impl Running {
 
     /// Reconciles finished so far, by result.
     pub fn reconciles(&self, result: &str) -> u64 {
-        metric_value(&self.metrics.encode(), "memcached_operator_reconciles_total", &format!("result=\"{result}\""))
+        metric_value(&self.metrics.encode(), "wasm_operator_reconciles_total", &format!("result=\"{result}\""))
     }
 
     pub fn metric(&self, name: &str, labels: &str) -> u64 {
@@ -135,6 +141,19 @@ pub fn metric_value(text: &str, name: &str, labels: &str) -> u64 {
         .filter(|line| line.starts_with(name) && line.contains(labels))
         .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
         .sum::<f64>() as u64
+}
+
+/// The built-in Memcached module, loaded on the test binary's engine (the
+/// compiled code comes from wasmtime's cache after the first load).
+pub fn memcached_module() -> LogicModule {
+    memcached_operator::typed::MemcachedModule::builtin(engine()).expect("the built-in module").into_logic()
+}
+
+/// A module file `make test` builds into target/, on the test binary's engine.
+pub fn module_file(file: &str) -> LogicModule {
+    let path = control_plane::repo_root().join("target").join(file);
+    assert!(path.is_file(), "{} is missing: `make test` builds it", path.display());
+    LogicModule::from_file(engine(), &path, false).unwrap_or_else(|e| panic!("{file} loads: {e}"))
 }
 
 /// Polls `check` until it answers `Some`, or fails the test after `WAIT`.
@@ -194,7 +213,7 @@ impl<'a> TestNamespace<'a> {
     }
 
     pub async fn start_operator(&self) -> Running {
-        Running::start(self.plane, LogicModule::builtin().expect("the built-in module"), options(&self.namespace)).await
+        Running::start(self.plane, memcached_module(), options(&self.namespace)).await
     }
 
     /// Creates a Memcached named `name` with `spec`.
@@ -346,7 +365,11 @@ pub async fn converged(ns: &TestNamespace<'_>, name: &str) -> BTreeMap<&'static 
         for (kind, resource) in owned_kinds() {
             let object = ns.get(&resource, name).await;
             let current = object.as_ref().map(|o| with_type(o, &resource));
-            let desired = exports::desired(kind, &cr_json, current.as_deref(), &secrets).ok()?;
+            let owned: Vec<String> = current.iter().cloned().collect();
+            let desired = exports::desired(&cr_json, &owned, &secrets)
+                .ok()?
+                .into_iter()
+                .find(|d| serde_json::from_str::<Value>(d).is_ok_and(|d| d["kind"] == kind));
             match (desired, current) {
                 (None, None) => {}
                 (Some(desired), Some(current)) => {
@@ -364,4 +387,3 @@ pub async fn converged(ns: &TestNamespace<'_>, name: &str) -> BTreeMap<&'static 
     })
     .await
 }
-

@@ -1,13 +1,13 @@
 //! The owned kinds, in reconcile order, and the one dispatch from a kind to
 //! its guard and builder. Both WIT interfaces go through here.
 
+use k8s_openapi::Metadata;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::{Secret, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use k8s_openapi::Metadata;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -35,8 +35,13 @@ impl KindInfo {
     }
 }
 
-pub const MEMCACHED: KindInfo =
-    KindInfo { group: "memcached.c5c3.io", version: "v1alpha1", kind: "Memcached", plural: "memcacheds", namespaced: true };
+pub const MEMCACHED: KindInfo = KindInfo {
+    group: "memcached.c5c3.io",
+    version: "v1alpha1",
+    kind: "Memcached",
+    plural: "memcacheds",
+    namespaced: true,
+};
 pub const SECRET: KindInfo = KindInfo { group: "", version: "v1", kind: "Secret", plural: "secrets", namespaced: true };
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,21 +111,21 @@ impl ChildKind {
     ) -> Result<String, Error> {
         let kind = self.info().kind;
         match self {
-            ChildKind::Deployment => typed(kind, current, owner, |d: &mut Deployment| {
-                builders::construct_deployment(memcached, d, secrets)
-            }),
+            ChildKind::Deployment => {
+                typed(kind, current, owner, |d: &mut Deployment| builders::construct_deployment(memcached, d, secrets))
+            }
             ChildKind::Service => {
                 typed(kind, current, owner, |s: &mut Service| builders::construct_service(memcached, s))
             }
             ChildKind::PodDisruptionBudget => {
                 typed(kind, current, owner, |p: &mut PodDisruptionBudget| builders::construct_pdb(memcached, p))
             }
-            ChildKind::HorizontalPodAutoscaler => typed(kind, current, owner, |h: &mut HorizontalPodAutoscaler| {
-                builders::construct_hpa(memcached, h)
-            }),
-            ChildKind::NetworkPolicy => typed(kind, current, owner, |n: &mut NetworkPolicy| {
-                builders::construct_network_policy(memcached, n)
-            }),
+            ChildKind::HorizontalPodAutoscaler => {
+                typed(kind, current, owner, |h: &mut HorizontalPodAutoscaler| builders::construct_hpa(memcached, h))
+            }
+            ChildKind::NetworkPolicy => {
+                typed(kind, current, owner, |n: &mut NetworkPolicy| builders::construct_network_policy(memcached, n))
+            }
             ChildKind::ServiceMonitor => {
                 let mut monitor: Map<String, Value> = match current {
                     Some(text) => from_json(kind, text)?,
@@ -138,7 +143,12 @@ impl ChildKind {
 
 /// Parses the current object as `T` (or starts from its default), builds,
 /// sets the owner, and serializes.
-fn typed<T>(kind: &str, current: Option<&str>, owner: Option<&Memcached>, build: impl FnOnce(&mut T)) -> Result<String, Error>
+fn typed<T>(
+    kind: &str,
+    current: Option<&str>,
+    owner: Option<&Memcached>,
+    build: impl FnOnce(&mut T),
+) -> Result<String, Error>
 where
     T: DeserializeOwned + Serialize + Default + Metadata<Ty = ObjectMeta>,
 {

@@ -1,19 +1,20 @@
 //! The component glue: WIT types in, `exports` functions, WIT types out.
 //! Nothing is decided here.
 
+use crate::children::ChildKind;
 use crate::children::KindInfo;
 use crate::error::{Error, FieldError};
 use crate::exports as logic;
-use crate::children::ChildKind;
 
 wit_bindgen::generate!({
-    path: "../wit",
-    world: "memcached-logic",
+    path: ["../wit/controller", "../wit/memcached"],
+    world: "c5c3:memcached/memcached-logic",
 });
 
-use exports::c5c3::memcached::controller as wit_controller;
 use exports::c5c3::memcached::memcached as wit_memcached;
-use exports::c5c3::memcached::errors as wit_errors;
+use exports::wasm_operator::controller::reconciler as wit_reconciler;
+// The error types are the generic contract's.
+use wit_reconciler as wit_errors;
 
 struct Component;
 
@@ -69,7 +70,12 @@ impl wit_memcached::Guest for Component {
     fn construct_network_policy(memcached: String, current: Option<String>) -> Result<String> {
         Ok(logic::construct(ChildKind::NetworkPolicy, &memcached, current.as_deref(), &[])?)
     }
-    fn compute_status(memcached: String, deployment: Option<String>, secrets: Vec<String>, now: String) -> Result<String> {
+    fn compute_status(
+        memcached: String,
+        deployment: Option<String>,
+        secrets: Vec<String>,
+        now: String,
+    ) -> Result<String> {
         Ok(logic::compute_status_json(&memcached, deployment.as_deref(), &secrets, &now)?)
     }
     fn validate(memcached: String) -> Result<Vec<wit_errors::FieldError>> {
@@ -86,8 +92,8 @@ impl wit_memcached::Guest for Component {
     }
 }
 
-fn kind_info(info: KindInfo) -> wit_controller::KindInfo {
-    wit_controller::KindInfo {
+fn kind_info(info: KindInfo) -> wit_reconciler::KindInfo {
+    wit_reconciler::KindInfo {
         group: info.group.into(),
         version: info.version.into(),
         kind: info.kind.into(),
@@ -96,33 +102,42 @@ fn kind_info(info: KindInfo) -> wit_controller::KindInfo {
     }
 }
 
-impl wit_controller::Guest for Component {
-    fn manifest() -> wit_controller::ModuleManifest {
+impl wit_reconciler::Guest for Component {
+    fn manifest() -> wit_reconciler::ModuleManifest {
         let manifest = logic::manifest();
-        wit_controller::ModuleManifest {
+        wit_reconciler::ModuleManifest {
+            name: manifest.name.into(),
+            version: manifest.version.into(),
             parent: kind_info(manifest.parent),
+            crd: manifest.crd.into(),
             owned: manifest.owned.into_iter().map(kind_info).collect(),
             reads: manifest.reads.into_iter().map(kind_info).collect(),
+            field_manager: manifest.field_manager.into(),
+            event_reporter: manifest.event_reporter.into(),
         }
     }
-    fn references(parent: String) -> Result<Vec<wit_controller::ObjectRef>> {
+    fn references(parent: String) -> Result<Vec<wit_reconciler::ObjectRef>> {
         Ok(logic::references(&parent)?
             .into_iter()
-            .map(|r| wit_controller::ObjectRef {
+            .map(|r| wit_reconciler::ObjectRef {
                 group: r.info.group.into(),
                 version: r.info.version.into(),
                 kind: r.info.kind.into(),
+                namespace: None,
                 name: r.name,
             })
             .collect())
     }
-    fn desired(kind: String, parent: String, current: Option<String>, related: Vec<String>) -> Result<Option<String>> {
-        Ok(logic::desired(&kind, &parent, current.as_deref(), &related)?)
+    fn desired(parent: String, owned: Vec<String>, related: Vec<String>) -> Result<Vec<String>> {
+        Ok(logic::desired(&parent, &owned, &related)?)
     }
-    fn desired_all(parent: String, current: Vec<Option<String>>, related: Vec<String>) -> Result<Vec<Option<String>>> {
-        Ok(logic::desired_all(&parent, &current, &related)?)
-    }
-    fn status(parent: String, owned: Vec<String>, related: Vec<String>, now: String, problem: Option<String>) -> Result<String> {
+    fn status(
+        parent: String,
+        owned: Vec<String>,
+        related: Vec<String>,
+        now: String,
+        problem: Option<String>,
+    ) -> Result<String> {
         Ok(logic::status(&parent, &owned, &related, &now, problem.as_deref())?)
     }
 }

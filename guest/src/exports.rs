@@ -7,14 +7,14 @@ use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::Value;
 
-use crate::api::{defaults, validation, Memcached};
+use crate::api::{Memcached, defaults, validation};
 use crate::builders;
 use crate::children::{ChildKind, KindInfo, MEMCACHED, SECRET};
 use crate::error::{Error, FieldError};
 use crate::guards;
 use crate::owner::drop_empty_uids;
 use crate::parse::{from_json, from_json_with_unknown, to_json};
-use crate::status::{compute_status, Observed, Problem};
+use crate::status::{Observed, Problem, compute_status};
 use crate::yaml;
 
 /// A `Memcached` object as it arrives: the derived `Memcached` skips
@@ -185,11 +185,7 @@ fn printable(object: &str) -> Result<String, Error> {
 /// A desired object: as built for a CR from the API server (it has a uid),
 /// printable for one without.
 fn finish(memcached: &Memcached, object: String) -> Result<String, Error> {
-    if memcached.metadata.uid.as_deref().is_some_and(|uid| !uid.is_empty()) {
-        Ok(object)
-    } else {
-        printable(&object)
-    }
+    if memcached.metadata.uid.as_deref().is_some_and(|uid| !uid.is_empty()) { Ok(object) } else { printable(&object) }
 }
 
 pub fn to_yaml(objects: &str) -> Result<String, Error> {
@@ -200,19 +196,36 @@ pub fn to_yaml(objects: &str) -> Result<String, Error> {
     })
 }
 
-// ---- the generic controller contract ----
+// ---- the generic reconciler contract (wit/controller) ----
+
+/// The CRD the module reconciles, as `make manifests` generated it from the
+/// API types (guest/tests/crd.rs fails when it is stale).
+pub const CRD_YAML: &str = include_str!("../../deploy/crd/memcached.c5c3.io_memcacheds.yaml");
+
+/// The name events and writes are reported under; also the Go operator's.
+pub const CONTROLLER_NAME: &str = "memcached-operator";
 
 pub struct Manifest {
+    pub name: &'static str,
+    pub version: &'static str,
     pub parent: KindInfo,
+    pub crd: &'static str,
     pub owned: Vec<KindInfo>,
     pub reads: Vec<KindInfo>,
+    pub field_manager: &'static str,
+    pub event_reporter: &'static str,
 }
 
 pub fn manifest() -> Manifest {
     Manifest {
+        name: "memcached",
+        version: env!("CARGO_PKG_VERSION"),
         parent: MEMCACHED,
+        crd: CRD_YAML,
         owned: ChildKind::ALL.iter().map(|k| k.info()).collect(),
         reads: vec![SECRET],
+        field_manager: CONTROLLER_NAME,
+        event_reporter: CONTROLLER_NAME,
     }
 }
 
@@ -233,58 +246,64 @@ pub fn references(parent: &str) -> Result<Vec<ObjectRef>, Error> {
         .collect())
 }
 
-/// The desired child of `kind`, with the controller owner reference; none
-/// when it must not exist. An invalid parent is an error, so a host never
-/// deletes anything on bad input.
-pub fn desired(kind: &str, parent: &str, current: Option<&str>, related: &[String]) -> Result<Option<String>, Error> {
-    let kind = ChildKind::from_kind(kind)?;
-    let memcached = parse_valid(parent)?;
-    if !kind.wanted(&memcached) {
-        return Ok(None);
-    }
-    let secrets = parse_secrets(related)?;
-    finish(&memcached, kind.build(&memcached, current, &secrets, Some(&memcached))?).map(Some)
+/// What identifies an owned object: its kind and name (all are in the
+/// parent's namespace). Read without building the rest of the object.
+#[derive(serde::Deserialize)]
+struct Identity {
+    kind: Option<String>,
+    metadata: Option<IdentityMeta>,
 }
 
-/// `desired` for every owned kind at once: `current[i]` is the current
-/// object of the i-th kind of `ChildKind::ALL` (missing entries count as none).
-pub fn desired_all(parent: &str, current: &[Option<String>], related: &[String]) -> Result<Vec<Option<String>>, Error> {
-    if current.len() > ChildKind::ALL.len() {
-        return Err(Error::Unsupported(format!(
-            "{} current objects given for {} owned kinds",
-            current.len(),
-            ChildKind::ALL.len()
-        )));
+#[derive(serde::Deserialize)]
+struct IdentityMeta {
+    name: Option<String>,
+}
+
+/// The current object of `kind` named `name` among `owned`.
+fn current_of<'a>(owned: &'a [String], kind: ChildKind, name: &str) -> Result<Option<&'a str>, Error> {
+    for text in owned {
+        let identity: Identity = from_json("owned object", text)?;
+        let same_name = identity.metadata.and_then(|m| m.name).as_deref() == Some(name);
+        if same_name && identity.kind.as_deref() == Some(kind.info().kind) {
+            return Ok(Some(text));
+        }
     }
+    Ok(None)
+}
+
+/// Every object the parent should own, each with the controller owner
+/// reference, in reconcile order; what it controls now (`owned`) is built
+/// upon in place. An owned object missing from the answer is one the host
+/// deletes (a feature turned off). An invalid parent is an error, so a host
+/// never deletes anything on bad input.
+pub fn desired(parent: &str, owned: &[String], related: &[String]) -> Result<Vec<String>, Error> {
     let memcached = parse_valid(parent)?;
     let secrets = parse_secrets(related)?;
-    ChildKind::ALL
-        .into_iter()
-        .enumerate()
-        .map(|(i, kind)| {
-            if !kind.wanted(&memcached) {
-                return Ok(None);
-            }
-            let current = current.get(i).and_then(Option::as_deref);
-            finish(&memcached, kind.build(&memcached, current, &secrets, Some(&memcached))?).map(Some)
-        })
-        .collect()
+    let name = memcached.metadata.name.as_deref().unwrap_or_default();
+    let mut objects = Vec::with_capacity(ChildKind::ALL.len());
+    for kind in ChildKind::ALL {
+        if !kind.wanted(&memcached) {
+            continue;
+        }
+        let current = current_of(owned, kind, name)?;
+        objects.push(finish(&memcached, kind.build(&memcached, current, &secrets, Some(&memcached))?)?);
+    }
+    Ok(objects)
 }
 
 /// The parent's new status from the current owned objects and the related
 /// objects that exist. Answers for an invalid parent too (reporting it).
-pub fn status(parent: &str, owned: &[String], related: &[String], now: &str, problem: Option<&str>) -> Result<String, Error> {
+pub fn status(
+    parent: &str,
+    owned: &[String],
+    related: &[String],
+    now: &str,
+    problem: Option<&str>,
+) -> Result<String, Error> {
     let memcached = parse_memcached(parent)?;
-    let name = memcached.metadata.name.as_deref();
-    let mut deployment = None;
-    for text in owned {
-        let object: Value = from_json("owned object", text)?;
-        let is_our_deployment = object.get("kind").and_then(Value::as_str) == Some("Deployment")
-            && object.pointer("/metadata/name").and_then(Value::as_str) == name;
-        if is_our_deployment {
-            deployment = Some(from_json::<Deployment>("Deployment", text)?);
-        }
-    }
+    let name = memcached.metadata.name.as_deref().unwrap_or_default();
+    let deployment: Option<Deployment> =
+        current_of(owned, ChildKind::Deployment, name)?.map(|text| from_json("Deployment", text)).transpose()?;
     let secrets = parse_secrets(related)?;
     status_json(&memcached, deployment.as_ref(), &secrets, now, problem)
 }

@@ -11,12 +11,7 @@ pub fn service_monitor_enabled(memcached: &Memcached) -> bool {
 
 /// security.networkPolicy.enabled.
 pub fn network_policy_enabled(memcached: &Memcached) -> bool {
-    memcached
-        .spec
-        .security
-        .as_ref()
-        .and_then(|s| s.network_policy.as_ref())
-        .is_some_and(|n| n.enabled)
+    memcached.spec.security.as_ref().and_then(|s| s.network_policy.as_ref()).is_some_and(|n| n.enabled)
 }
 
 /// highAvailability.podDisruptionBudget.enabled.

@@ -51,9 +51,7 @@ fn from_json_located<T: DeserializeOwned>(
         let path = if path == "." { String::new() } else { path };
         Error::malformed(path, format!("{what}: {}", err.inner()))
     })?;
-    deserializer
-        .end()
-        .map_err(|err| Error::malformed("", format!("{what}: {err}")))?;
+    deserializer.end().map_err(|err| Error::malformed("", format!("{what}: {err}")))?;
     Ok(value)
 }
 
@@ -63,8 +61,7 @@ pub fn to_json<T: serde::Serialize>(value: &T) -> Result<String, Error> {
     // An owned object is a few KiB: one allocation up front instead of the
     // five doublings from serde_json's 128 bytes.
     let mut text = Vec::with_capacity(OUTPUT_CAPACITY);
-    serde_json::to_writer(&mut text, value)
-        .map_err(|err| Error::Unsupported(format!("serializing output: {err}")))?;
+    serde_json::to_writer(&mut text, value).map_err(|err| Error::Unsupported(format!("serializing output: {err}")))?;
     String::from_utf8(text).map_err(|err| Error::Unsupported(format!("serializing output: {err}")))
 }
 

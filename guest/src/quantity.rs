@@ -4,10 +4,7 @@
 /// The value of a quantity, in base units (bytes for memory).
 pub fn parse(text: &str) -> Result<f64, String> {
     let invalid = || format!("must be a quantity such as 128Mi or 1G, got {text:?}");
-    let number_len = text
-        .bytes()
-        .take_while(|b| b.is_ascii_digit() || matches!(b, b'.' | b'+' | b'-'))
-        .count();
+    let number_len = text.bytes().take_while(|b| b.is_ascii_digit() || matches!(b, b'.' | b'+' | b'-')).count();
     let (number, suffix) = text.split_at(number_len);
     let digits = number.trim_start_matches(['+', '-']);
     if digits.is_empty() || digits == "." || digits.contains(['+', '-']) || digits.matches('.').count() > 1 {

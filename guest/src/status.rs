@@ -69,17 +69,13 @@ pub fn compute_status(memcached: &Memcached, observed: &Observed<'_>) -> Memcach
 
     let previous = memcached.status.as_ref().map(|s| s.conditions.as_slice()).unwrap_or_default();
     let generation = memcached.metadata.generation;
-    let conditions = [
-        (AVAILABLE, available),
-        (PROGRESSING, progressing),
-        (DEGRADED, degraded),
-        (READY, ready_condition),
-    ]
-    .into_iter()
-    .map(|(type_, (status, reason, message))| {
-        condition(previous, type_, status, reason, message, generation, &observed.now)
-    })
-    .collect();
+    let conditions =
+        [(AVAILABLE, available), (PROGRESSING, progressing), (DEGRADED, degraded), (READY, ready_condition)]
+            .into_iter()
+            .map(|(type_, (status, reason, message))| {
+                condition(previous, type_, status, reason, message, generation, &observed.now)
+            })
+            .collect();
 
     let server_list = if is_ready {
         let name = memcached.metadata.name.as_deref().unwrap_or_default();

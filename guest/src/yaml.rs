@@ -138,8 +138,7 @@ fn is_plain_safe(s: &str) -> bool {
 
 /// Strings a YAML parser would read as null, a boolean or a number.
 fn looks_like_other_type(s: &str) -> bool {
-    const WORDS: [&str; 13] =
-        ["null", "true", "false", "yes", "no", "on", "off", "y", "n", ".inf", ".nan", "~", "nan"];
+    const WORDS: [&str; 13] = ["null", "true", "false", "yes", "no", "on", "off", "y", "n", ".inf", ".nan", "~", "nan"];
     let lower = s.to_ascii_lowercase();
     if WORDS.contains(&lower.as_str()) || lower == "inf" {
         return true;

@@ -114,9 +114,13 @@ fn the_guard_exports_reject_malformed_input() {
 }
 
 #[test]
-fn unknown_kinds_are_unsupported() {
+fn owned_objects_that_are_not_json_are_malformed() {
     let cr = text(&cr_value(json!({})));
-    assert!(matches!(exports::desired("ConfigMap", &cr, None, &[]), Err(memcached_logic::Error::Unsupported(_))));
+    assert!(matches!(exports::desired(&cr, &["{".into()], &[]), Err(memcached_logic::Error::Malformed(_))));
+    // Objects of kinds it does not build are not its own: ignored, not built upon.
+    let configmap = text(&json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "my-cache"}}));
+    let answer = exports::desired(&cr, &[configmap], &[]).expect("desired");
+    assert!(answer.iter().all(|o| !o.contains("\"ConfigMap\"")), "{answer:?}");
 }
 
 #[test]

@@ -133,7 +133,7 @@ fn an_object_controlled_by_someone_else_is_not_taken_over() {
         }
         // Through desired too: the host gets an error, not an object to write.
         let current = json!({ "apiVersion": "v1", "kind": "Service", "metadata": { "name": "my-cache", "ownerReferences": [controller] } });
-        assert!(exports::desired("Service", &text(&cr_value(json!({}))), Some(&text(&current)), &[]).is_err());
+        assert!(exports::desired(&text(&cr_value(json!({}))), &[text(&current)], &[]).is_err());
     }
 }
 

@@ -485,7 +485,7 @@ fn render_and_desired_refuse_an_invalid_cr_naming_the_field() {
         other => panic!("expected Invalid, got {other:?}"),
     };
     check(memcached_logic::exports::render(&cr).unwrap_err());
-    check(memcached_logic::exports::desired("NetworkPolicy", &cr, None, &[]).unwrap_err());
+    check(memcached_logic::exports::desired(&cr, &[], &[]).unwrap_err());
 }
 
 #[test]

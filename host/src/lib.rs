@@ -1,7 +1,9 @@
-//! The Memcached operator host: loads the logic component into wasmtime and
-//! does the I/O around it.
+//! `wasm-operator`: a generic Kubernetes operator host. It runs logic
+//! modules, WebAssembly components exporting the `wasm-operator:controller`
+//! contract (`wit/controller`), for any custom resource, several per
+//! process, and does all the I/O around them. It knows no particular
+//! custom resource.
 
-pub mod crd;
-pub mod module;
+pub mod cli;
+pub mod modules;
 pub mod operator;
-pub mod render;

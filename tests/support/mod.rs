@@ -6,8 +6,9 @@ pub mod server;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use memcached_operator::module::{ControllerInstance, Instance, LogicModule};
+use memcached_operator::typed::{Instance, MemcachedModule};
 use serde_json::Value;
+use wasm_operator::modules::{ModuleEngine, Reconciler};
 
 /// The folder of this crate (`tests/`).
 pub fn tests_dir() -> PathBuf {
@@ -51,10 +52,17 @@ pub fn yaml_to_json(yaml: &str) -> Value {
     serde_norway::from_str(yaml).expect("fixture YAML parses")
 }
 
+/// The engine every module of a test binary is loaded on, as one
+/// operator process has one.
+pub fn engine() -> &'static ModuleEngine {
+    static ENGINE: OnceLock<ModuleEngine> = OnceLock::new();
+    ENGINE.get_or_init(|| ModuleEngine::new().expect("wasmtime starts"))
+}
+
 /// The built-in component, compiled once per test binary.
-pub fn module() -> &'static LogicModule {
-    static MODULE: OnceLock<LogicModule> = OnceLock::new();
-    MODULE.get_or_init(|| LogicModule::builtin().expect("the built-in component loads"))
+pub fn module() -> &'static MemcachedModule {
+    static MODULE: OnceLock<MemcachedModule> = OnceLock::new();
+    MODULE.get_or_init(|| MemcachedModule::builtin(engine()).expect("the built-in component loads"))
 }
 
 /// A fresh instance, as the operator makes one per call.
@@ -62,9 +70,9 @@ pub fn instance() -> Instance {
     module().instance().expect("the component instantiates")
 }
 
-/// A fresh instance of the generic controller contract, as the operator uses.
-pub fn controller() -> ControllerInstance {
-    module().controller().expect("the component instantiates")
+/// A fresh instance of the generic reconciler contract, as the operator uses.
+pub fn reconciler() -> Reconciler {
+    module().logic().reconciler().expect("the component instantiates")
 }
 
 /// Every YAML document in a file, as JSON values (the CLI's own reader).
@@ -117,4 +125,9 @@ fn diff(before: &Value, after: &Value, path: String, out: &mut Vec<String>) {
         (a, b) if a != b => out.push(path),
         _ => {}
     }
+}
+
+/// The object of `kind` in a `desired` answer, if the module wants one.
+pub fn desired_of(answer: Vec<String>, kind: &str) -> Option<String> {
+    answer.into_iter().find(|text| parse(text)["kind"] == kind)
 }

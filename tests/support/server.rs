@@ -3,7 +3,7 @@
 //! must change nothing the CR does not demand. (The host issue's tests do
 //! the same against a real kube-apiserver.)
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 /// `object` as the API server would return it after a create.
 pub fn server_shaped(object: &Value) -> Value {

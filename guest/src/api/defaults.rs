@@ -3,15 +3,13 @@
 //! CR for the WIT `default` function.
 
 use k8s_openapi::api::autoscaling::v2::{
-    HPAScalingRules, HorizontalPodAutoscalerBehavior, MetricSpec, MetricTarget,
-    ResourceMetricSource,
+    HPAScalingRules, HorizontalPodAutoscalerBehavior, MetricSpec, MetricTarget, ResourceMetricSource,
 };
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::{
-    AntiAffinityPreset, AntiAffinityType, AutoscalingSpec, GracefulShutdownSpec,
-    HighAvailabilitySpec, Memcached, MemcachedConfig, MemcachedSpec, MonitoringSpec,
-    PodDisruptionBudgetSpec, ServiceMonitorSpec,
+    AntiAffinityPreset, AntiAffinityType, AutoscalingSpec, GracefulShutdownSpec, HighAvailabilitySpec, Memcached,
+    MemcachedConfig, MemcachedSpec, MonitoringSpec, PodDisruptionBudgetSpec, ServiceMonitorSpec,
 };
 
 pub const IMAGE: &str = "memcached:1.6";
@@ -37,11 +35,7 @@ impl MemcachedSpec {
 
     /// spec.replicas, or 1; none under autoscaling, where the HPA owns it.
     pub fn effective_replicas(&self) -> Option<i32> {
-        if self.autoscaling_enabled() {
-            None
-        } else {
-            Some(self.replicas.unwrap_or(REPLICAS))
-        }
+        if self.autoscaling_enabled() { None } else { Some(self.replicas.unwrap_or(REPLICAS)) }
     }
 
     pub fn effective_image(&self) -> &str {
@@ -61,10 +55,7 @@ impl MemcachedSpec {
     }
 
     pub fn client_cert_enabled(&self) -> bool {
-        self.security
-            .as_ref()
-            .and_then(|s| s.tls.as_ref())
-            .is_some_and(|t| t.enabled && t.enable_client_cert)
+        self.security.as_ref().and_then(|s| s.tls.as_ref()).is_some_and(|t| t.enabled && t.enable_client_cert)
     }
 
     pub fn sasl_enabled(&self) -> bool {
@@ -85,8 +76,7 @@ impl MemcachedSpec {
 
     /// Names of every Secret the pods mount, sorted and without repeats.
     pub fn referenced_secret_names(&self) -> Vec<&str> {
-        let mut names: Vec<&str> =
-            [self.sasl_secret_name(), self.tls_secret_name()].into_iter().flatten().collect();
+        let mut names: Vec<&str> = [self.sasl_secret_name(), self.tls_secret_name()].into_iter().flatten().collect();
         names.sort_unstable();
         names.dedup();
         names
@@ -96,11 +86,9 @@ impl MemcachedSpec {
     /// highAvailability is present but says nothing.
     pub fn anti_affinity_preset(&self) -> Option<AntiAffinityPreset> {
         let ha = self.high_availability.as_ref()?;
-        Some(ha.anti_affinity_preset.unwrap_or_else(|| {
-            match ha.anti_affinity.as_ref().and_then(|a| a.type_) {
-                Some(AntiAffinityType::Required) => AntiAffinityPreset::Hard,
-                Some(AntiAffinityType::Preferred) | None => AntiAffinityPreset::Soft,
-            }
+        Some(ha.anti_affinity_preset.unwrap_or_else(|| match ha.anti_affinity.as_ref().and_then(|a| a.type_) {
+            Some(AntiAffinityType::Required) => AntiAffinityPreset::Hard,
+            Some(AntiAffinityType::Preferred) | None => AntiAffinityPreset::Soft,
         }))
     }
 

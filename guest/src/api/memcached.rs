@@ -9,9 +9,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::autoscaling::v2::{HorizontalPodAutoscalerBehavior, MetricSpec};
-use k8s_openapi::api::core::v1::{
-    PodSecurityContext, ResourceRequirements, SecurityContext, TopologySpreadConstraint,
-};
+use k8s_openapi::api::core::v1::{PodSecurityContext, ResourceRequirements, SecurityContext, TopologySpreadConstraint};
 use k8s_openapi::api::networking::v1::NetworkPolicyPeer;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -106,8 +104,7 @@ pub struct MemcachedSpec {
 }
 
 /// Kubernetes' own pattern for a resource quantity.
-const QUANTITY_PATTERN: &str =
-    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$";
+const QUANTITY_PATTERN: &str = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$";
 
 /// ResourceRequirements with bounds on every map, list and quantity: the
 /// API server estimates the cost of CEL rules from them, and refuses the
@@ -283,7 +280,8 @@ pub struct MonitoringSpec {
 }
 
 /// A Prometheus duration such as `30s` or `1m30s`.
-pub const DURATION_PATTERN: &str = r"^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$";
+pub const DURATION_PATTERN: &str =
+    r"^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$";
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

@@ -5,10 +5,7 @@
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use super::{
-    AntiAffinityPreset, AntiAffinityType, AutoscalingSpec, HighAvailabilitySpec, Memcached,
-    MemcachedSpec,
-};
+use super::{AntiAffinityPreset, AntiAffinityType, AutoscalingSpec, HighAvailabilitySpec, Memcached, MemcachedSpec};
 use crate::error::FieldError;
 use crate::quantity;
 
@@ -37,13 +34,7 @@ impl Problems {
         self.0.push(FieldError::new(path, message));
     }
 
-    fn range<T: PartialOrd + std::fmt::Display + Copy>(
-        &mut self,
-        path: &str,
-        value: Option<T>,
-        min: T,
-        max: T,
-    ) {
+    fn range<T: PartialOrd + std::fmt::Display + Copy>(&mut self, path: &str, value: Option<T>, min: T, max: T) {
         if let Some(value) = value
             && (value < min || value > max)
         {
@@ -101,10 +92,7 @@ fn validate_ranges(spec: &MemcachedSpec, problems: &mut Problems) {
             }
             for (i, arg) in args.iter().enumerate() {
                 if arg.len() > 1024 {
-                    problems.add(
-                        &format!("spec.memcached.extraArgs[{i}]"),
-                        "must be at most 1024 characters",
-                    );
+                    problems.add(&format!("spec.memcached.extraArgs[{i}]"), "must be at most 1024 characters");
                 }
             }
         }
@@ -150,12 +138,7 @@ fn validate_ranges(spec: &MemcachedSpec, problems: &mut Problems) {
 }
 
 fn validate_memory_limit(spec: &MemcachedSpec, problems: &mut Problems) {
-    let Some(limit) = spec
-        .resources
-        .as_ref()
-        .and_then(|r| r.limits.as_ref())
-        .and_then(|l| l.get("memory"))
-    else {
+    let Some(limit) = spec.resources.as_ref().and_then(|r| r.limits.as_ref()).and_then(|l| l.get("memory")) else {
         return;
     };
     let path = "spec.resources.limits.memory";
@@ -178,9 +161,7 @@ fn validate_memory_limit(spec: &MemcachedSpec, problems: &mut Problems) {
 }
 
 fn validate_high_availability(spec: &MemcachedSpec, ha: &HighAvailabilitySpec, problems: &mut Problems) {
-    if let (Some(preset), Some(kind)) =
-        (ha.anti_affinity_preset, ha.anti_affinity.as_ref().and_then(|a| a.type_))
-    {
+    if let (Some(preset), Some(kind)) = (ha.anti_affinity_preset, ha.anti_affinity.as_ref().and_then(|a| a.type_)) {
         let agree = matches!(
             (preset, kind),
             (AntiAffinityPreset::Soft, AntiAffinityType::Preferred)
@@ -204,7 +185,10 @@ fn validate_high_availability(spec: &MemcachedSpec, ha: &HighAvailabilitySpec, p
                     problems.add(&format!("{base}.{field}"), "must not be negative");
                 }
                 Some(IntOrString::String(s)) if !is_percent(s) => {
-                    problems.add(&format!("{base}.{field}"), format!("must be an integer or a percentage such as 50%, got {s:?}"));
+                    problems.add(
+                        &format!("{base}.{field}"),
+                        format!("must be an integer or a percentage such as 50%, got {s:?}"),
+                    );
                 }
                 _ => {}
             }
@@ -273,14 +257,10 @@ fn validate_autoscaling(spec: &MemcachedSpec, autoscaling: &AutoscalingSpec, pro
         Some(_) => {}
     }
     let cpu_utilization = autoscaling.effective_metrics().iter().any(|m| {
-        m.type_ == "Resource"
-            && m.resource.as_ref().is_some_and(|r| r.name == "cpu" && r.target.type_ == "Utilization")
+        m.type_ == "Resource" && m.resource.as_ref().is_some_and(|r| r.name == "cpu" && r.target.type_ == "Utilization")
     });
-    let cpu_requested = spec
-        .resources
-        .as_ref()
-        .and_then(|r| r.requests.as_ref())
-        .is_some_and(|r| r.contains_key("cpu"));
+    let cpu_requested =
+        spec.resources.as_ref().and_then(|r| r.requests.as_ref()).is_some_and(|r| r.contains_key("cpu"));
     if cpu_utilization && !cpu_requested {
         problems.add(
             "spec.resources.requests.cpu",
@@ -318,9 +298,8 @@ pub fn is_duration(s: &str) -> bool {
         }
         rest = &rest[digits..];
         // "ms" must be tried before "m"; a unit may not repeat or go backwards.
-        let Some(found) = (next_unit..UNITS.len())
-            .filter(|&i| rest.starts_with(UNITS[i]))
-            .max_by_key(|&i| UNITS[i].len())
+        let Some(found) =
+            (next_unit..UNITS.len()).filter(|&i| rest.starts_with(UNITS[i])).max_by_key(|&i| UNITS[i].len())
         else {
             return false;
         };
@@ -364,7 +343,9 @@ fn check_label_key(key: &str) -> Result<(), String> {
         return Err(format!("key prefix must be a DNS-1123 subdomain, got {key:?}"));
     }
     if name.is_empty() || name.len() > 63 || !is_label_name(name) {
-        return Err(format!("key must be a qualified name (at most 63 of A-Z a-z 0-9 - _ ., alphanumeric at both ends), got {key:?}"));
+        return Err(format!(
+            "key must be a qualified name (at most 63 of A-Z a-z 0-9 - _ ., alphanumeric at both ends), got {key:?}"
+        ));
     }
     Ok(())
 }

@@ -9,14 +9,14 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentStrategy, RollingUpdateDeployment};
 use k8s_openapi::api::core::v1::{
-    Affinity, Container, ContainerPort, ExecAction, KeyToPath, Lifecycle, LifecycleHandler,
-    PodAffinityTerm, PodAntiAffinity, PodSpec, Probe, Secret, SecretVolumeSource,
-    TCPSocketAction, TopologySpreadConstraint, Volume, VolumeMount, WeightedPodAffinityTerm,
+    Affinity, Container, ContainerPort, ExecAction, KeyToPath, Lifecycle, LifecycleHandler, PodAffinityTerm,
+    PodAntiAffinity, PodSpec, Probe, Secret, SecretVolumeSource, TCPSocketAction, TopologySpreadConstraint, Volume,
+    VolumeMount, WeightedPodAffinityTerm,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use super::labels::{labels_for_memcached, version_label, VERSION_KEY};
+use super::labels::{VERSION_KEY, labels_for_memcached, version_label};
 use super::metadata::{keep_if_server_default, set_identity};
 use super::ports::{self, NamedPort};
 use super::resources::container_resources;

@@ -37,11 +37,7 @@ pub fn construct_hpa(memcached: &Memcached, hpa: &mut HorizontalPodAutoscaler) {
 fn metrics_in_current_spelling(autoscaling: &AutoscalingSpec, current: Option<Vec<MetricSpec>>) -> Vec<MetricSpec> {
     let desired = autoscaling.effective_metrics();
     let Some(current) = current.filter(|c| c.len() == desired.len()) else { return desired };
-    desired
-        .into_iter()
-        .zip(current)
-        .map(|(want, have)| if same_metric(&want, &have) { have } else { want })
-        .collect()
+    desired.into_iter().zip(current).map(|(want, have)| if same_metric(&want, &have) { have } else { want }).collect()
 }
 
 /// Equal up to the spelling of target quantities.

@@ -20,4 +20,4 @@ pub use network_policy::construct_network_policy;
 pub use pdb::construct_pdb;
 pub use secret_hash::secret_hash;
 pub use service::construct_service;
-pub use service_monitor::{construct_service_monitor, API_VERSION as SERVICE_MONITOR_API_VERSION};
+pub use service_monitor::{API_VERSION as SERVICE_MONITOR_API_VERSION, construct_service_monitor};

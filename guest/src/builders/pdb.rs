@@ -14,11 +14,8 @@ pub fn construct_pdb(memcached: &Memcached, pdb: &mut PodDisruptionBudget) {
     pdb.metadata.labels = Some(labels_for_memcached(name));
 
     // minAvailable if set, else maxUnavailable if set, else minAvailable 1.
-    let (min_available, max_unavailable) = memcached
-        .spec
-        .pdb()
-        .map(|p| p.effective_bounds())
-        .unwrap_or((Some(IntOrString::Int(1)), None));
+    let (min_available, max_unavailable) =
+        memcached.spec.pdb().map(|p| p.effective_bounds()).unwrap_or((Some(IntOrString::Int(1)), None));
     let spec = pdb.spec.get_or_insert_with(Default::default);
     spec.selector = Some(LabelSelector { match_labels: Some(labels_for_memcached(name)), match_expressions: None });
     spec.min_available = min_available;

@@ -15,12 +15,8 @@ pub fn construct_service(memcached: &Memcached, service: &mut Service) {
     set_identity(&mut service.metadata, memcached);
     service.metadata.labels = Some(labels_for_memcached(name));
     // Replaced wholesale, as the seed says: the CR's annotations, or none.
-    service.metadata.annotations = memcached
-        .spec
-        .service
-        .as_ref()
-        .and_then(|s| s.annotations.clone())
-        .filter(|a| !a.is_empty());
+    service.metadata.annotations =
+        memcached.spec.service.as_ref().and_then(|s| s.annotations.clone()).filter(|a| !a.is_empty());
 
     let spec = service.spec.get_or_insert_with(Default::default);
     spec.cluster_ip = Some("None".into());

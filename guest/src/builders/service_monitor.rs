@@ -5,12 +5,12 @@
 //! object itself: it sets the keys it owns and every other key the current
 //! object has survives untouched.
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 use super::labels::labels_for_memcached;
 use super::ports;
-use crate::api::defaults::{SCRAPE_INTERVAL, SCRAPE_TIMEOUT};
 use crate::api::Memcached;
+use crate::api::defaults::{SCRAPE_INTERVAL, SCRAPE_TIMEOUT};
 
 pub const API_VERSION: &str = "monitoring.coreos.com/v1";
 pub const KIND: &str = "ServiceMonitor";

@@ -197,12 +197,15 @@ pub fn rendered(cr: &Value, kind: &str) -> Option<Value> {
     render(cr).into_iter().find(|o| o["kind"] == kind)
 }
 
-/// `exports::desired` as a JSON value.
+/// The object of `kind` in `exports::desired`'s answer, as a JSON value,
+/// given `current` as the one object the CR controls now.
 pub fn desired(kind: &str, cr: &Value, current: Option<&Value>, related: &[String]) -> Option<Value> {
-    let current = current.map(text);
-    memcached_logic::exports::desired(kind, &text(cr), current.as_deref(), related)
+    let owned: Vec<String> = current.map(text).into_iter().collect();
+    memcached_logic::exports::desired(&text(cr), &owned, related)
         .unwrap_or_else(|err| panic!("desired {kind} failed: {err}"))
-        .map(|o| serde_json::from_str(&o).expect("desired answers JSON"))
+        .into_iter()
+        .map(|o| serde_json::from_str::<Value>(&o).expect("desired answers JSON"))
+        .find(|o| o["kind"] == kind)
 }
 
 // ---- assertions ----

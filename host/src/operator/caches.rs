@@ -1,22 +1,25 @@
-//! One reflector cache per owned and read kind. Reconciles read current
-//! objects from here, never with a GET; each change is handed to a callback
-//! that maps it to the parents to reconcile.
+//! One reflector cache per kind, shared by every module of the process that
+//! owns or reads that kind. Reconciles read current objects from here, never
+//! with a GET; each change is handed to every subscriber, which maps it to
+//! the parents to reconcile. Objects are indexed by their controller's UID,
+//! so a parent's children are found without a scan.
 //!
 //! A kind whose CRD is not installed (a ServiceMonitor without the
 //! Prometheus operator) is `NotServed`: the operator runs without it, and the
 //! watcher keeps retrying, so the kind is picked up when its CRD appears.
 
-use std::sync::Arc;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use futures::StreamExt;
 use kube::api::DynamicObject;
 use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::{watcher, WatchStreamExt};
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use super::kinds::Kind;
+use super::kinds::{Kind, KindKey};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Availability {
@@ -27,7 +30,7 @@ pub enum Availability {
     NotServed,
 }
 
-/// What a cache tells its owner besides the objects.
+/// What a cache tells its subscribers besides the objects.
 pub trait CacheEvents: Send + Sync + 'static {
     /// An object of this kind was added, changed or deleted.
     fn changed(&self, kind: &Kind, object: &DynamicObject);
@@ -35,10 +38,62 @@ pub trait CacheEvents: Send + Sync + 'static {
     fn served_again(&self, kind: &Kind);
 }
 
+type Subscribers = Arc<RwLock<Vec<Arc<dyn CacheEvents>>>>;
+
+/// namespace, name
+type ObjectKey = (String, String);
+
+/// Objects by the UID of their controller (the owner reference with
+/// `controller: true`).
+#[derive(Default)]
+pub struct OwnerIndex {
+    by_controller: HashMap<String, BTreeSet<ObjectKey>>,
+    controller_of: HashMap<ObjectKey, String>,
+}
+
+impl OwnerIndex {
+    pub fn apply(&mut self, key: ObjectKey, controller: Option<&str>) {
+        if self.controller_of.get(&key).map(String::as_str) == controller {
+            return;
+        }
+        self.delete(&key);
+        if let Some(controller) = controller {
+            self.by_controller.entry(controller.to_owned()).or_default().insert(key.clone());
+            self.controller_of.insert(key, controller.to_owned());
+        }
+    }
+
+    pub fn delete(&mut self, key: &ObjectKey) {
+        if let Some(controller) = self.controller_of.remove(key)
+            && let Some(keys) = self.by_controller.get_mut(&controller)
+        {
+            keys.remove(key);
+            if keys.is_empty() {
+                self.by_controller.remove(&controller);
+            }
+        }
+    }
+
+    pub fn controlled_by(&self, controller: &str) -> Vec<ObjectKey> {
+        self.by_controller.get(controller).map(|keys| keys.iter().cloned().collect()).unwrap_or_default()
+    }
+}
+
+/// The UID of an object's controller, if it has one.
+pub fn controller_uid(object: &DynamicObject) -> Option<&str> {
+    object.metadata.owner_references.as_ref()?.iter().find(|r| r.controller == Some(true)).map(|r| r.uid.as_str())
+}
+
+fn key_of(object: &DynamicObject) -> ObjectKey {
+    (object.namespace().unwrap_or_default(), object.name_any())
+}
+
 pub struct Cache {
     pub kind: Kind,
     store: Store<DynamicObject>,
+    index: Arc<RwLock<OwnerIndex>>,
     availability: watch::Receiver<Availability>,
+    subscribers: Subscribers,
     task: JoinHandle<()>,
 }
 
@@ -49,13 +104,25 @@ impl Drop for Cache {
 }
 
 impl Cache {
-    pub fn spawn(client: &Client, kind: Kind, namespace: Option<&str>, events: Arc<dyn CacheEvents>) -> Self {
+    pub fn spawn(client: &Client, kind: Kind, namespace: Option<&str>) -> Self {
         let writer = reflector::store::Writer::new(kind.resource.clone());
         let store = writer.as_reader();
         let (availability_tx, availability) = watch::channel(Availability::Unknown);
+        let subscribers: Subscribers = Arc::default();
+        let index: Arc<RwLock<OwnerIndex>> = Arc::default();
         let api = kind.watch_api(client, namespace);
         let task_kind = kind.clone();
+        let task_subscribers = subscribers.clone();
+        let task_index = index.clone();
         let task = tokio::spawn(async move {
+            let notify = |object: &DynamicObject| {
+                let subscribers = task_subscribers.read().unwrap_or_else(PoisonError::into_inner).clone();
+                for subscriber in subscribers {
+                    subscriber.changed(&task_kind, object);
+                }
+            };
+            // The index being rebuilt during a re-list.
+            let mut relisted: Option<OwnerIndex> = None;
             // managedFields are most of an object's bytes and no reconcile
             // reads them; an update without them keeps the server's.
             let objects = watcher(api, watcher::Config::default())
@@ -65,15 +132,35 @@ impl Cache {
             let mut stream = std::pin::pin!(stream);
             while let Some(event) = stream.next().await {
                 match event {
-                    Ok(watcher::Event::Apply(object) | watcher::Event::Delete(object)) => events.changed(&task_kind, &object),
+                    Ok(watcher::Event::Apply(object)) => {
+                        let mut index = task_index.write().unwrap_or_else(PoisonError::into_inner);
+                        index.apply(key_of(&object), controller_uid(&object));
+                        drop(index);
+                        notify(&object);
+                    }
+                    Ok(watcher::Event::Delete(object)) => {
+                        task_index.write().unwrap_or_else(PoisonError::into_inner).delete(&key_of(&object));
+                        notify(&object);
+                    }
+                    Ok(watcher::Event::Init) => relisted = Some(OwnerIndex::default()),
                     // A re-list after a watch gap: any of these may have changed.
-                    Ok(watcher::Event::InitApply(object)) => events.changed(&task_kind, &object),
-                    Ok(watcher::Event::Init) => {}
+                    Ok(watcher::Event::InitApply(object)) => {
+                        if let Some(index) = relisted.as_mut() {
+                            index.apply(key_of(&object), controller_uid(&object));
+                        }
+                        notify(&object);
+                    }
                     Ok(watcher::Event::InitDone) => {
+                        if let Some(index) = relisted.take() {
+                            *task_index.write().unwrap_or_else(PoisonError::into_inner) = index;
+                        }
                         let before = availability_tx.send_replace(Availability::Served);
                         if before == Availability::NotServed {
                             tracing::info!(kind = task_kind.name(), "kind is served now; reconciling every parent");
-                            events.served_again(&task_kind);
+                            let subscribers = task_subscribers.read().unwrap_or_else(PoisonError::into_inner).clone();
+                            for subscriber in subscribers {
+                                subscriber.served_again(&task_kind);
+                            }
                         }
                     }
                     Err(watcher::Error::InitialListFailed(kube::Error::Api(status))) if status.code == 404 => {
@@ -92,7 +179,12 @@ impl Cache {
                 }
             }
         });
-        Self { kind, store, availability, task }
+        Self { kind, store, index, availability, subscribers, task }
+    }
+
+    /// Adds a subscriber to every later change.
+    pub fn subscribe(&self, subscriber: Arc<dyn CacheEvents>) {
+        self.subscribers.write().unwrap_or_else(PoisonError::into_inner).push(subscriber);
     }
 
     pub fn availability(&self) -> Availability {
@@ -110,12 +202,16 @@ impl Cache {
         self.store.get(&ObjectRef::new_with(name, self.kind.resource.clone()).within(namespace))
     }
 
-    /// The object of this kind in `namespace` whose controller is `owner_uid`.
-    pub fn controlled_by(&self, namespace: &str, owner_uid: &str) -> Option<Arc<DynamicObject>> {
-        self.store.find(|object| {
-            object.namespace().as_deref() == Some(namespace)
-                && object.owner_references().iter().any(|r| r.controller == Some(true) && r.uid == owner_uid)
-        })
+    /// The objects of this kind in `namespace` whose controller is
+    /// `owner_uid`, ordered by name.
+    pub fn controlled_by(&self, namespace: &str, owner_uid: &str) -> Vec<Arc<DynamicObject>> {
+        let keys = self.index.read().unwrap_or_else(PoisonError::into_inner).controlled_by(owner_uid);
+        keys.into_iter()
+            .filter(|(ns, _)| ns == namespace)
+            .filter_map(|(ns, name)| self.get(&ns, &name))
+            // The index may trail the store by one event; trust the object.
+            .filter(|object| controller_uid(object) == Some(owner_uid))
+            .collect()
     }
 
     pub fn len(&self) -> usize {
@@ -124,5 +220,63 @@ impl Cache {
 
     pub fn is_empty(&self) -> bool {
         self.store.is_empty()
+    }
+}
+
+/// Every cache of the process, one per kind, shared by the modules that use
+/// that kind.
+pub struct Caches {
+    client: Client,
+    namespace: Option<String>,
+    by_kind: Mutex<HashMap<KindKey, Arc<Cache>>>,
+}
+
+impl Caches {
+    pub fn new(client: Client, namespace: Option<String>) -> Self {
+        Self { client, namespace, by_kind: Mutex::default() }
+    }
+
+    /// The cache of `kind`, started on first use.
+    pub fn of(&self, kind: &Kind) -> Arc<Cache> {
+        let mut by_kind = self.by_kind.lock().unwrap_or_else(PoisonError::into_inner);
+        by_kind
+            .entry(kind.key())
+            .or_insert_with(|| Arc::new(Cache::spawn(&self.client, kind.clone(), self.namespace.as_deref())))
+            .clone()
+    }
+
+    pub fn all(&self) -> Vec<Arc<Cache>> {
+        self.by_kind.lock().unwrap_or_else(PoisonError::into_inner).values().cloned().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(name: &str) -> ObjectKey {
+        ("ns".to_owned(), name.to_owned())
+    }
+
+    #[test]
+    fn the_index_follows_each_objects_controller() {
+        let mut index = OwnerIndex::default();
+        index.apply(key("a"), Some("parent-1"));
+        index.apply(key("b"), Some("parent-1"));
+        index.apply(key("c"), Some("parent-2"));
+        index.apply(key("orphan"), None);
+        assert_eq!(index.controlled_by("parent-1"), vec![key("a"), key("b")]);
+        assert_eq!(index.controlled_by("parent-2"), vec![key("c")]);
+
+        // Adopted by another parent, released, deleted.
+        index.apply(key("a"), Some("parent-2"));
+        assert_eq!(index.controlled_by("parent-1"), vec![key("b")]);
+        assert_eq!(index.controlled_by("parent-2"), vec![key("a"), key("c")]);
+        index.apply(key("b"), None);
+        assert!(index.controlled_by("parent-1").is_empty());
+        index.delete(&key("c"));
+        index.delete(&key("never-seen"));
+        assert_eq!(index.controlled_by("parent-2"), vec![key("a")]);
+        assert!(index.by_controller.keys().all(|uid| uid == "parent-2"), "no empty entries are kept");
     }
 }

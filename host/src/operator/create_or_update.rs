@@ -2,19 +2,21 @@
 //! from the module given the current one; equal means no API call at all;
 //! otherwise create, or update with the resourceVersion the module kept.
 //! A 409 (a stale resourceVersion, or an object created meanwhile) re-reads
-//! the object from the API server, asks the module again and retries, at
-//! most `MAX_ATTEMPTS` times.
+//! the object from the API server, asks the module again with it and
+//! retries, at most `MAX_ATTEMPTS` times. An object that exists but is not
+//! the parent's yet (an orphan to adopt, or another's) reaches the module
+//! this way, and the module decides.
 
 use std::sync::Arc;
 
 use kube::api::{DynamicObject, PostParams};
-use kube::ResourceExt;
 use serde_json::Value;
 
 use super::caches::Cache;
-use crate::module::CallError;
 use super::compare::same_ignoring_nulls;
+use super::desired::{self, Owner};
 use super::{Context, ParentView, ReconcileError};
+use crate::modules::CallError;
 
 pub const MAX_ATTEMPTS: u32 = 5;
 
@@ -46,38 +48,58 @@ pub async fn create_or_update(
     cache: &Cache,
     parent: &ParentView<'_>,
     current: Option<Arc<DynamicObject>>,
-    desired: String,
+    desired: Value,
 ) -> Result<Applied, ReconcileError> {
     let kind = &cache.kind;
     let api = kind.api(&ctx.client, parent.namespace);
+    let params = PostParams { field_manager: Some(ctx.field_manager.clone()), ..PostParams::default() };
     let mut current: Option<DynamicObject> = current.map(Arc::unwrap_or_clone);
     let mut desired = desired;
+    let name = desired.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let api_error = |verb, source| ReconcileError::Api {
+        verb,
+        kind: kind.name().to_owned(),
+        namespace: parent.namespace.to_owned(),
+        name: name.clone(),
+        source: Box::new(source),
+    };
     for attempt in 1..=MAX_ATTEMPTS {
-        let desired_value: Value = serde_json::from_str(&desired)
-            .map_err(|source| ReconcileError::BadObject { kind: kind.name().to_owned(), source })?;
         if let Some(current_object) = &current
-            && same_ignoring_nulls(&kind.to_value(current_object), &desired_value)
+            && same_ignoring_nulls(&kind.to_value(current_object), &desired)
         {
-            let name = current_object.name_any();
-            tracing::info!(kind = kind.name(), name, operation = "unchanged", "{} reconciled", kind.name());
+            tracing::debug!(
+                module = ctx.module_name,
+                kind = kind.name(),
+                name,
+                operation = "unchanged",
+                "{} reconciled",
+                kind.name()
+            );
             ctx.metrics.wrote(kind.name(), Outcome::Unchanged.as_str());
             return Ok(Applied { outcome: Outcome::Unchanged, object: current_object.clone() });
         }
-        let desired_object: DynamicObject = serde_json::from_value(desired_value)
-            .map_err(|source| ReconcileError::BadObject { kind: kind.name().to_owned(), source })?;
-        let name = desired_object.name_any();
+        let desired_object: DynamicObject = serde_json::from_value(desired)
+            .map_err(|source| ReconcileError::InvalidOutput { problem: format!("{} {name}: {source}", kind.name()) })?;
         let result = match &current {
-            Some(_) => api.replace(&name, &PostParams::default(), &desired_object).await.map(|o| (Outcome::Updated, o)),
-            None => api.create(&PostParams::default(), &desired_object).await.map(|o| (Outcome::Created, o)),
+            Some(_) => api.replace(&name, &params, &desired_object).await.map(|o| (Outcome::Updated, o)),
+            None => api.create(&params, &desired_object).await.map(|o| (Outcome::Created, o)),
         };
         match result {
             Ok((outcome, object)) => {
-                tracing::info!(kind = kind.name(), name, operation = outcome.as_str(), "{} reconciled", kind.name());
+                tracing::info!(
+                    module = ctx.module_name,
+                    kind = kind.name(),
+                    name,
+                    operation = outcome.as_str(),
+                    "{} reconciled",
+                    kind.name()
+                );
                 ctx.metrics.wrote(kind.name(), outcome.as_str());
                 return Ok(Applied { outcome, object });
             }
             Err(kube::Error::Api(status)) if status.code == 409 => {
                 tracing::info!(
+                    module = ctx.module_name,
                     kind = kind.name(),
                     name,
                     attempt,
@@ -89,41 +111,12 @@ pub async fn create_or_update(
                 if attempt == MAX_ATTEMPTS {
                     break;
                 }
-                current = api.get_opt(&name).await.map_err(|source| ReconcileError::Api {
-                    verb: "get",
-                    kind: kind.name().to_owned(),
-                    namespace: parent.namespace.to_owned(),
-                    name: name.clone(),
-                    source,
-                })?;
-                let current_json = current.as_ref().map(|c| kind.to_json(c));
-                let answer =
-                    ctx.call("desired", |m| m.desired(kind.name(), parent.json, current_json.as_deref(), parent.related));
-                desired = match answer {
-                    Ok(Some(desired)) => desired,
-                    Ok(None) => return Err(ReconcileError::Vanished { kind: kind.name().to_owned() }),
-                    // The module refuses the object as it is now (e.g. it
-                    // has another controller): say which object.
-                    Err(CallError::Logic(source)) => {
-                        return Err(ReconcileError::Refused {
-                            kind: kind.name().to_owned(),
-                            namespace: parent.namespace.to_owned(),
-                            name,
-                            source,
-                        });
-                    }
-                    Err(source) => return Err(ReconcileError::Module { function: "desired", source }),
-                };
+                current = api.get_opt(&name).await.map_err(|source| api_error("get", source))?;
+                desired = ask_again(ctx, cache, parent, &name, current.as_ref())?;
             }
             Err(source) => {
                 ctx.metrics.wrote(kind.name(), "failed");
-                return Err(ReconcileError::Api {
-                    verb: if current.is_some() { "update" } else { "create" },
-                    kind: kind.name().to_owned(),
-                    namespace: parent.namespace.to_owned(),
-                    name,
-                    source,
-                });
+                return Err(api_error(if current.is_some() { "update" } else { "create" }, source));
             }
         }
     }
@@ -131,7 +124,50 @@ pub async fn create_or_update(
     Err(ReconcileError::Conflict {
         kind: kind.name().to_owned(),
         namespace: parent.namespace.to_owned(),
-        name: parent.name.to_owned(),
+        name,
         attempts: MAX_ATTEMPTS,
     })
+}
+
+/// The module's answer for this one object again, now that `current` is
+/// what the API server has: the owned objects it was given, with this one
+/// replaced (or added).
+fn ask_again(
+    ctx: &Context,
+    cache: &Cache,
+    parent: &ParentView<'_>,
+    name: &str,
+    current: Option<&DynamicObject>,
+) -> Result<Value, ReconcileError> {
+    let kind = &cache.kind;
+    let same = |text: &String| {
+        serde_json::from_str::<Value>(text).is_ok_and(|v| {
+            v.get("kind").and_then(Value::as_str) == Some(kind.name())
+                && v.pointer("/metadata/name").and_then(Value::as_str) == Some(name)
+        })
+    };
+    let mut owned: Vec<String> = parent.owned.iter().filter(|text| !same(text)).cloned().collect();
+    owned.extend(current.map(|c| kind.to_json(c)));
+    let answer = match ctx.call("desired", |m| m.desired(parent.json, &owned, parent.related)) {
+        Ok(answer) => answer,
+        // The module refuses the object as it is now (e.g. it has another
+        // controller): say which object.
+        Err(CallError::Logic(source)) => {
+            return Err(ReconcileError::Refused {
+                kind: kind.name().to_owned(),
+                namespace: parent.namespace.to_owned(),
+                name: name.to_owned(),
+                source,
+            });
+        }
+        Err(source) => return Err(ReconcileError::Module { function: "desired", source }),
+    };
+    let owner = Owner { namespace: parent.namespace, uid: parent.uid };
+    let checked = desired::check(&ctx.kinds.owned, &owner, answer)
+        .map_err(|problem| ReconcileError::InvalidOutput { problem })?;
+    checked
+        .into_iter()
+        .find(|o| ctx.kinds.owned[o.kind_index].key() == kind.key() && o.name == name)
+        .map(|o| o.value)
+        .ok_or_else(|| ReconcileError::Vanished { kind: kind.name().to_owned(), name: name.to_owned() })
 }

@@ -2,8 +2,8 @@
 //! object, and Warnings for an invalid spec or a failed reconcile.
 
 use k8s_openapi::api::core::v1::ObjectReference;
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::Client;
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 
 pub struct Events {
     recorder: Recorder,
@@ -17,7 +17,14 @@ impl Events {
     /// A change to a child. The child is the event's `related` object, which
     /// also keeps the recorder from folding "Created Service" into an earlier
     /// "Created Deployment" as one series.
-    pub async fn child_changed(&self, regarding: &ObjectReference, child: ObjectReference, reason: &str, action: &str, note: String) {
+    pub async fn child_changed(
+        &self,
+        regarding: &ObjectReference,
+        child: ObjectReference,
+        reason: &str,
+        action: &str,
+        note: String,
+    ) {
         self.publish(regarding, EventType::Normal, reason, action, note, Some(child)).await;
     }
 

@@ -2,14 +2,14 @@
 //! kubelet and Prometheus expect.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
+use axum::Router;
 use axum::extract::State;
-use axum::http::{header, StatusCode};
+use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
-use axum::Router;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
@@ -57,10 +57,8 @@ pub async fn serve(
     readiness: Readiness,
 ) -> Result<Servers, BindError> {
     let metrics_router = Router::new().route("/metrics", get(metrics_text)).with_state(metrics);
-    let health_router = Router::new()
-        .route("/healthz", get(|| async { "ok" }))
-        .route("/readyz", get(ready))
-        .with_state(readiness);
+    let health_router =
+        Router::new().route("/healthz", get(|| async { "ok" })).route("/readyz", get(ready)).with_state(readiness);
     let (metrics_address, metrics_task) = spawn(metrics_address, metrics_router).await?;
     let (health_address, health_task) = spawn(health_address, health_router).await?;
     tracing::info!(%metrics_address, %health_address, "serving /metrics, /healthz and /readyz");
@@ -79,10 +77,7 @@ async fn spawn(address: SocketAddr, router: Router) -> Result<(SocketAddr, JoinH
 }
 
 async fn metrics_text(State(metrics): State<Arc<Metrics>>) -> impl IntoResponse {
-    (
-        [(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")],
-        metrics.encode(),
-    )
+    ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], metrics.encode())
 }
 
 async fn ready(State(readiness): State<Readiness>) -> impl IntoResponse {

@@ -1,17 +1,20 @@
-//! The kinds the module's manifest names, as the API client needs them.
+//! The kinds a module's manifest names, as the API client needs them.
 
-use kube::api::{Api, ApiResource, DynamicObject};
 use kube::Client;
+use kube::api::{Api, ApiResource, DynamicObject};
 
-use crate::module::{KindInfo, ModuleManifest};
+use crate::modules::{KindInfo, Manifest};
 
 #[derive(Debug, thiserror::Error)]
 pub enum KindError {
-    #[error("{kind} is cluster-scoped; this host reconciles namespaced kinds only")]
+    #[error("{kind} is cluster-scoped; this host reconciles namespaced parents, owning and reading namespaced kinds")]
     ClusterScoped { kind: String },
     #[error("the module manifest names no owned kinds")]
     NothingOwned,
 }
+
+/// What tells two kinds apart: group, version, kind.
+pub type KindKey = (String, String, String);
 
 /// One API kind: what to call it and how to reach it.
 #[derive(Clone, Debug)]
@@ -20,7 +23,7 @@ pub struct Kind {
 }
 
 impl Kind {
-    fn from_info(info: &KindInfo) -> Result<Self, KindError> {
+    pub fn from_info(info: &KindInfo) -> Result<Self, KindError> {
         if !info.namespaced {
             return Err(KindError::ClusterScoped { kind: info.kind.clone() });
         }
@@ -39,6 +42,18 @@ impl Kind {
 
     pub fn name(&self) -> &str {
         &self.resource.kind
+    }
+
+    pub fn key(&self) -> KindKey {
+        (self.resource.group.clone(), self.resource.version.clone(), self.resource.kind.clone())
+    }
+
+    /// Whether `api_version` (`group/version` or `version`) and `kind` name
+    /// this kind in any version of its group: owner references keep the
+    /// version they were written with.
+    pub fn is_group_kind_of(&self, api_version: &str, kind: &str) -> bool {
+        let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
+        kind == self.resource.kind && group == self.resource.group
     }
 
     /// The API in one namespace (for writes).
@@ -72,8 +87,7 @@ impl Kind {
     }
 }
 
-/// The parent, the owned kinds (in manifest order, which is the order of
-/// `desired-all`'s answer) and the kinds only read.
+/// The parent, the owned kinds and the kinds only read.
 #[derive(Clone, Debug)]
 pub struct Kinds {
     pub parent: Kind,
@@ -82,7 +96,7 @@ pub struct Kinds {
 }
 
 impl Kinds {
-    pub fn from_manifest(manifest: &ModuleManifest) -> Result<Self, KindError> {
+    pub fn from_manifest(manifest: &Manifest) -> Result<Self, KindError> {
         if manifest.owned.is_empty() {
             return Err(KindError::NothingOwned);
         }
@@ -91,5 +105,46 @@ impl Kinds {
             owned: manifest.owned.iter().map(Kind::from_info).collect::<Result<_, _>>()?,
             reads: manifest.reads.iter().map(Kind::from_info).collect::<Result<_, _>>()?,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kind(group: &str, version: &str, kind: &str) -> Kind {
+        let info = KindInfo {
+            group: group.into(),
+            version: version.into(),
+            kind: kind.into(),
+            plural: format!("{}s", kind.to_lowercase()),
+            namespaced: true,
+        };
+        Kind::from_info(&info).expect("namespaced")
+    }
+
+    #[test]
+    fn owner_references_match_in_any_version_of_the_group() {
+        let cache = kind("example.c5c3.io", "v1beta1", "Widget");
+        assert!(cache.is_group_kind_of("example.c5c3.io/v1alpha1", "Widget"));
+        assert!(cache.is_group_kind_of("example.c5c3.io/v1beta1", "Widget"));
+        assert!(!cache.is_group_kind_of("other.io/v1beta1", "Widget"));
+        assert!(!cache.is_group_kind_of("example.c5c3.io/v1beta1", "Gadget"));
+        let configmap = kind("", "v1", "ConfigMap");
+        assert!(configmap.is_group_kind_of("v1", "ConfigMap"));
+        assert!(!configmap.is_group_kind_of("apps/v1", "ConfigMap"));
+    }
+
+    #[test]
+    fn cluster_scoped_kinds_are_refused_by_name() {
+        let info = KindInfo {
+            group: String::new(),
+            version: "v1".into(),
+            kind: "Namespace".into(),
+            plural: "namespaces".into(),
+            namespaced: false,
+        };
+        let error = Kind::from_info(&info).expect_err("cluster-scoped");
+        assert!(error.to_string().starts_with("Namespace is cluster-scoped"), "{error}");
     }
 }

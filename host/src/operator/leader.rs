@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
-use kube::api::{Api, PostParams};
 use kube::Client;
+use kube::api::{Api, PostParams};
 
 #[derive(Clone, Debug)]
 pub struct LeaderElectionOptions {
@@ -70,17 +70,27 @@ impl LeaderElection {
         loop {
             match self.try_acquire_or_renew().await {
                 Ok(true) => {
-                    tracing::info!(lease = self.options.lease_name, identity = self.options.identity, "became the leader");
+                    tracing::info!(
+                        lease = self.options.lease_name,
+                        identity = self.options.identity,
+                        "became the leader"
+                    );
                     return;
                 }
                 Ok(false) => {
                     if !waiting_logged {
                         let holder = self.observed.as_ref().and_then(|o| o.holder.clone()).unwrap_or_default();
-                        tracing::info!(lease = self.options.lease_name, holder, "another replica is the leader; waiting");
+                        tracing::info!(
+                            lease = self.options.lease_name,
+                            holder,
+                            "another replica is the leader; waiting"
+                        );
                         waiting_logged = true;
                     }
                 }
-                Err(error) => tracing::warn!(lease = self.options.lease_name, error = %error, "could not read or take the lease"),
+                Err(error) => {
+                    tracing::warn!(lease = self.options.lease_name, error = %error, "could not read or take the lease")
+                }
             }
             tokio::time::sleep(self.options.retry_period).await;
         }
@@ -98,7 +108,9 @@ impl LeaderElection {
                 Err(error) if last_renewed.elapsed() >= self.options.renew_deadline => {
                     return self.lost(format!("no renewal within {:?}: {error}", self.options.renew_deadline));
                 }
-                Err(error) => tracing::warn!(lease = self.options.lease_name, error = %error, "renewing the lease failed; retrying"),
+                Err(error) => {
+                    tracing::warn!(lease = self.options.lease_name, error = %error, "renewing the lease failed; retrying")
+                }
             }
         }
     }
@@ -116,7 +128,9 @@ impl LeaderElection {
         spec.renew_time = Some(MicroTime(jiff::Timestamp::now()));
         match self.api.replace(&self.options.lease_name, &PostParams::default(), &lease).await {
             Ok(_) => tracing::info!(lease = self.options.lease_name, "released the leader lease"),
-            Err(error) => tracing::warn!(lease = self.options.lease_name, error = %error, "could not release the lease"),
+            Err(error) => {
+                tracing::warn!(lease = self.options.lease_name, error = %error, "could not release the lease")
+            }
         }
     }
 
@@ -150,12 +164,10 @@ impl LeaderElection {
 
         let spec = lease.spec.get_or_insert_with(LeaseSpec::default);
         let holder = spec.holder_identity.clone().filter(|h| !h.is_empty());
-        let changed = self
-            .observed
-            .as_ref()
-            .is_none_or(|o| o.holder != holder || o.renew_time != spec.renew_time);
+        let changed = self.observed.as_ref().is_none_or(|o| o.holder != holder || o.renew_time != spec.renew_time);
         if changed {
-            self.observed = Some(Observed { holder: holder.clone(), renew_time: spec.renew_time.clone(), seen_at: Instant::now() });
+            self.observed =
+                Some(Observed { holder: holder.clone(), renew_time: spec.renew_time.clone(), seen_at: Instant::now() });
         }
         let ours = holder.as_deref() == Some(self.options.identity.as_str());
         if !ours && holder.is_some() {

@@ -1,34 +1,53 @@
-//! Prometheus metrics: reconciles, writes by kind and outcome, conflicts,
-//! module calls and API requests.
+//! Prometheus metrics, named for the host (`wasm_operator_*`) and labelled
+//! by module: reconciles, writes by kind and outcome, conflicts, module
+//! calls and failures, the modules loaded, and API requests.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ResultLabels {
+    pub module: String,
     pub result: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct WriteLabels {
+    pub module: String,
     pub kind: String,
     pub outcome: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct KindLabels {
+    pub module: String,
     pub kind: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct FunctionLabels {
+    pub module: String,
     pub function: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct FailureLabels {
+    pub module: String,
+    pub reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ModuleLabels {
+    pub module: String,
+    pub version: String,
+    pub digest: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -45,6 +64,8 @@ pub struct Metrics {
     pub writes: Family<WriteLabels, Counter>,
     pub conflicts_retried: Family<KindLabels, Counter>,
     pub module_call_duration: HistogramFamily<FunctionLabels>,
+    pub module_failures: Family<FailureLabels, Counter>,
+    pub module_info: Family<ModuleLabels, Gauge>,
     pub api_requests: Family<RequestLabels, Counter>,
     pub leader: Gauge,
 }
@@ -61,32 +82,48 @@ fn module_histogram() -> Histogram {
 
 impl Default for Metrics {
     fn default() -> Self {
-        let mut registry = Registry::with_prefix("memcached_operator");
+        let mut registry = Registry::with_prefix("wasm_operator");
         let reconciles = Family::<ResultLabels, Counter>::default();
-        registry.register("reconciles", "Reconciles by result (success, invalid, error)", reconciles.clone());
+        registry.register(
+            "reconciles",
+            "Reconciles by module and result (success, invalid, deleting, error)",
+            reconciles.clone(),
+        );
         let reconcile_duration: HistogramFamily<ResultLabels> = Family::new_with_constructor(reconcile_histogram);
         registry.register(
             "reconcile_duration_seconds",
-            "Time one reconcile took, by result",
+            "Time one reconcile took, by module and result",
             reconcile_duration.clone(),
         );
         let writes = Family::<WriteLabels, Counter>::default();
         registry.register(
             "create_or_update",
-            "CreateOrUpdate outcomes by owned kind (created, updated, unchanged, deleted, failed)",
+            "CreateOrUpdate outcomes by module and owned kind (created, updated, unchanged, deleted, failed)",
             writes.clone(),
         );
         let conflicts_retried = Family::<KindLabels, Counter>::default();
         registry.register(
             "conflicts_retried",
-            "409 Conflicts answered by re-reading the object and retrying, by kind",
+            "409 Conflicts answered by re-reading the object and retrying, by module and kind",
             conflicts_retried.clone(),
         );
         let module_call_duration: HistogramFamily<FunctionLabels> = Family::new_with_constructor(module_histogram);
         registry.register(
             "module_call_duration_seconds",
-            "Time one call into the logic module took (instantiation included), by function",
+            "Time one call into a logic module took (instantiation included), by module and function",
             module_call_duration.clone(),
+        );
+        let module_failures = Family::<FailureLabels, Counter>::default();
+        registry.register(
+            "module_failures",
+            "Calls that failed in the module itself, by module and reason (ModuleTrapped, ModuleDeadlineExceeded, ModuleOutOfMemory, ModuleInvalidOutput, ...)",
+            module_failures.clone(),
+        );
+        let module_info = Family::<ModuleLabels, Gauge>::default();
+        registry.register(
+            "module_info",
+            "1 for each logic module this process runs: its name, version and digest (sha256 of the file)",
+            module_info.clone(),
         );
         let api_requests = Family::<RequestLabels, Counter>::default();
         registry.register(
@@ -103,6 +140,8 @@ impl Default for Metrics {
             writes,
             conflicts_retried,
             module_call_duration,
+            module_failures,
+            module_info,
             api_requests,
             leader,
         }
@@ -110,24 +149,6 @@ impl Default for Metrics {
 }
 
 impl Metrics {
-    pub fn reconciled(&self, result: &'static str, took: Duration) {
-        let labels = ResultLabels { result };
-        self.reconciles.get_or_create(&labels).inc();
-        self.reconcile_duration.get_or_create(&labels).observe(took.as_secs_f64());
-    }
-
-    pub fn wrote(&self, kind: &str, outcome: &'static str) {
-        self.writes.get_or_create(&WriteLabels { kind: kind.to_owned(), outcome }).inc();
-    }
-
-    pub fn conflict_retried(&self, kind: &str) {
-        self.conflicts_retried.get_or_create(&KindLabels { kind: kind.to_owned() }).inc();
-    }
-
-    pub fn module_called(&self, function: &'static str, took: Duration) {
-        self.module_call_duration.get_or_create(&FunctionLabels { function }).observe(took.as_secs_f64());
-    }
-
     pub fn api_request(&self, verb: &'static str) {
         self.api_requests.get_or_create(&RequestLabels { verb }).inc();
     }
@@ -138,5 +159,51 @@ impl Metrics {
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);
         text
+    }
+
+    /// The metrics of one module.
+    pub fn for_module(self: &Arc<Self>, module: &str) -> ModuleMetrics {
+        ModuleMetrics { metrics: self.clone(), module: module.to_owned() }
+    }
+}
+
+/// One module's view of the metrics: every series labelled with its name.
+#[derive(Clone)]
+pub struct ModuleMetrics {
+    metrics: Arc<Metrics>,
+    module: String,
+}
+
+impl ModuleMetrics {
+    pub fn loaded(&self, version: &str, digest: &str) {
+        let labels =
+            ModuleLabels { module: self.module.clone(), version: version.to_owned(), digest: digest.to_owned() };
+        self.metrics.module_info.get_or_create(&labels).set(1);
+    }
+
+    pub fn reconciled(&self, result: &'static str, took: Duration) {
+        let labels = ResultLabels { module: self.module.clone(), result };
+        self.metrics.reconciles.get_or_create(&labels).inc();
+        self.metrics.reconcile_duration.get_or_create(&labels).observe(took.as_secs_f64());
+    }
+
+    pub fn wrote(&self, kind: &str, outcome: &'static str) {
+        let labels = WriteLabels { module: self.module.clone(), kind: kind.to_owned(), outcome };
+        self.metrics.writes.get_or_create(&labels).inc();
+    }
+
+    pub fn conflict_retried(&self, kind: &str) {
+        let labels = KindLabels { module: self.module.clone(), kind: kind.to_owned() };
+        self.metrics.conflicts_retried.get_or_create(&labels).inc();
+    }
+
+    pub fn module_called(&self, function: &'static str, took: Duration) {
+        let labels = FunctionLabels { module: self.module.clone(), function };
+        self.metrics.module_call_duration.get_or_create(&labels).observe(took.as_secs_f64());
+    }
+
+    pub fn module_failed(&self, reason: &'static str) {
+        let labels = FailureLabels { module: self.module.clone(), reason };
+        self.metrics.module_failures.get_or_create(&labels).inc();
     }
 }

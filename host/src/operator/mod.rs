@@ -1,15 +1,17 @@
-//! The operator: a generic host driven by the logic module's manifest. It
-//! learns the parent kind, the owned kinds and the kinds it only reads from
-//! the module, watches them all through reflector caches, and runs one
-//! kube-runtime `Controller` over dynamic objects. Every decision about
-//! desired state and status comes from the module; this side does the I/O.
+//! The operator: a generic host driven by each module's manifest. It learns
+//! the parent kind, the owned kinds and the kinds only read from the
+//! module, watches them through reflector caches shared by every module of
+//! the process, and runs one kube-runtime `Controller` per module over
+//! dynamic objects. Every decision about desired state and status comes from
+//! the module; this side does the I/O.
 
 pub mod api_requests;
 mod backoff;
 pub mod caches;
 pub mod compare;
 mod create_or_update;
-mod delete_disabled;
+mod delete_unwanted;
+mod desired;
 mod events;
 pub mod http;
 pub mod kinds;
@@ -27,16 +29,16 @@ use std::time::{Duration, Instant};
 use futures::{StreamExt, TryStreamExt};
 use kube::api::DynamicObject;
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::{controller, reflector, watcher, Controller, WatchStreamExt};
+use kube::runtime::{Controller, WatchStreamExt, controller, reflector, watcher};
 use kube::{Client, ResourceExt};
 use tokio::sync::{mpsc, watch};
 
-use crate::module::{CallError, CallResult, ControllerInstance, ModuleHandle};
+use crate::modules::{CallError, CallResult, LogicError, ModuleSlot, Reconciler};
 use backoff::Backoff;
-use caches::{Cache, CacheEvents};
+use caches::{Cache, CacheEvents, Caches};
 use kinds::{Kind, KindError, Kinds};
 use leader::{LeaderElection, LeaderElectionOptions, LeaderError};
-use metrics::Metrics;
+use metrics::{Metrics, ModuleMetrics};
 use references::{ParentKey, ReferenceIndex, Related};
 
 #[derive(Clone, Debug)]
@@ -46,55 +48,71 @@ pub struct Options {
     pub metrics_address: SocketAddr,
     pub health_address: SocketAddr,
     pub leader_election: Option<LeaderElectionOptions>,
-    /// Parents reconciled at once.
+    /// Parents reconciled at once, per module.
     pub concurrency: u16,
     /// How often an unchanged parent is reconciled anyway (drift the
     /// watches could not see); costs no write when nothing drifted.
     pub resync_period: Duration,
-    /// The name events are reported under.
-    pub controller_name: String,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReconcileError {
     #[error("the logic module failed in {function}: {source}")]
     Module { function: &'static str, source: CallError },
+    #[error("the logic module answered something the host refuses: {problem}")]
+    InvalidOutput { problem: String },
     #[error("{verb} {kind} {namespace}/{name}: {source}")]
-    Api { verb: &'static str, kind: String, namespace: String, name: String, source: kube::Error },
+    Api { verb: &'static str, kind: String, namespace: String, name: String, source: Box<kube::Error> },
     #[error("{kind} {namespace}/{name}: {source}")]
-    Refused { kind: String, namespace: String, name: String, source: memcached_logic::Error },
+    Refused { kind: String, namespace: String, name: String, source: LogicError },
     #[error("{kind} {namespace}/{name}: still conflicting after {attempts} attempts")]
     Conflict { kind: String, namespace: String, name: String, attempts: u32 },
-    #[error("the module answered a {kind} that is not a Kubernetes object: {source}")]
-    BadObject { kind: String, source: serde_json::Error },
-    #[error("the module no longer wants the {kind} it asked for a moment ago")]
-    Vanished { kind: String },
+    #[error("the module no longer wants the {kind} {name} it asked for a moment ago")]
+    Vanished { kind: String, name: String },
     #[error("the parent has no namespace or uid")]
     MissingMetadata,
 }
 
+impl ReconcileError {
+    /// Why the module itself failed, if it did: a trap, its deadline, its
+    /// memory limit, or output the host cannot use.
+    pub fn module_failure(&self) -> Option<&'static str> {
+        match self {
+            ReconcileError::Module { source, .. } if source.is_module_failure() => Some(source.reason()),
+            ReconcileError::InvalidOutput { .. } => Some("ModuleInvalidOutput"),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum OperatorError {
-    #[error("reading the module manifest: {0}")]
-    Manifest(CallError),
-    #[error(transparent)]
-    Kinds(#[from] KindError),
+    #[error("module {module}: {source}")]
+    Kinds { module: String, source: KindError },
+    #[error("modules {first} and {second} both reconcile {kind}; one controller per parent kind")]
+    SameParent { kind: String, first: String, second: String },
+    #[error("no module to run")]
+    NoModules,
     #[error(transparent)]
     Bind(#[from] http::BindError),
     #[error(transparent)]
     Leadership(#[from] LeaderError),
 }
 
-/// Everything a reconcile needs, shared by all of them.
+/// Everything one module's reconciles need, shared by all of them.
 pub struct Context {
     pub client: Client,
-    pub module: ModuleHandle,
+    pub module: ModuleSlot,
+    /// The module's name, as its metrics and logs carry it.
+    pub module_name: String,
     pub kinds: Kinds,
     /// One cache per owned kind, in manifest order.
     pub owned: Vec<Arc<Cache>>,
     pub reads: Vec<Arc<Cache>>,
     pub references: Arc<ReferenceIndex>,
-    pub metrics: Arc<Metrics>,
+    pub metrics: ModuleMetrics,
+    /// The field manager writes go under (the manifest's).
+    pub field_manager: String,
     events: events::Events,
     backoff: Backoff,
     status_memo: status::StatusMemo,
@@ -102,12 +120,18 @@ pub struct Context {
 }
 
 impl Context {
-    /// One call into the module, on a fresh instance, timed.
-    fn call<T>(&self, function: &'static str, call: impl FnOnce(&mut ControllerInstance) -> CallResult<T>) -> CallResult<T> {
+    /// One call into the module, on a fresh instance, timed; a failure of
+    /// the module itself is counted by its reason.
+    fn call<T>(&self, function: &'static str, call: impl FnOnce(&mut Reconciler) -> CallResult<T>) -> CallResult<T> {
         let started = Instant::now();
         let module = self.module.current();
-        let result = module.controller().and_then(|mut instance| call(&mut instance));
+        let result = module.reconciler().and_then(|mut instance| call(&mut instance));
         self.metrics.module_called(function, started.elapsed());
+        if let Err(error) = &result
+            && error.is_module_failure()
+        {
+            self.metrics.module_failed(error.reason());
+        }
         result
     }
 
@@ -136,34 +160,46 @@ pub struct ParentView<'a> {
     pub namespace: &'a str,
     pub name: &'a str,
     pub uid: &'a str,
+    /// The children it controls now, as JSON (what `desired` was given).
+    pub owned: &'a [String],
     /// The referenced related objects that exist, as JSON.
     pub related: &'a [String],
 }
 
-/// Maps cache changes to the parents to reconcile.
+/// Maps one module's cache changes to the parents to reconcile.
 struct Triggers {
     parent: Kind,
-    read_kinds: Vec<String>,
+    owned: Vec<Kind>,
+    reads: Vec<Kind>,
     references: Arc<ReferenceIndex>,
     parents: mpsc::UnboundedSender<ObjectRef<DynamicObject>>,
     everything: mpsc::UnboundedSender<()>,
 }
 
+impl Triggers {
+    fn reconcile(&self, namespace: &str, name: &str) {
+        let _ = self.parents.send(ObjectRef::new_with(name, self.parent.resource.clone()).within(namespace));
+    }
+}
+
 impl CacheEvents for Triggers {
     fn changed(&self, kind: &Kind, object: &DynamicObject) {
         let Some(namespace) = object.namespace() else { return };
-        if self.read_kinds.iter().any(|k| k == kind.name()) {
-            let related = Related { kind: kind.name().to_owned(), namespace, name: object.name_any() };
+        if self.reads.iter().any(|k| k.key() == kind.key()) {
+            let related =
+                Related { kind: kind.name().to_owned(), namespace: namespace.clone(), name: object.name_any() };
             for (namespace, name) in self.references.parents_of(&related) {
-                let _ = self.parents.send(ObjectRef::new_with(&name, self.parent.resource.clone()).within(&namespace));
+                self.reconcile(&namespace, &name);
             }
-            return;
         }
-        let controller = object.owner_references().iter().find(|r| {
-            r.controller == Some(true) && r.kind == self.parent.resource.kind && r.api_version == self.parent.resource.api_version
-        });
-        if let Some(owner) = controller {
-            let _ = self.parents.send(ObjectRef::new_with(&owner.name, self.parent.resource.clone()).within(&namespace));
+        if self.owned.iter().any(|k| k.key() == kind.key()) {
+            let controller = object
+                .owner_references()
+                .iter()
+                .find(|r| r.controller == Some(true) && self.parent.is_group_kind_of(&r.api_version, &r.kind));
+            if let Some(owner) = controller {
+                self.reconcile(&namespace, &owner.name);
+            }
         }
     }
 
@@ -172,31 +208,111 @@ impl CacheEvents for Triggers {
     }
 }
 
-fn receiver_stream<T: Send + 'static>(mut receiver: mpsc::UnboundedReceiver<T>) -> impl futures::Stream<Item = T> + Send {
+fn receiver_stream<T: Send + 'static>(
+    mut receiver: mpsc::UnboundedReceiver<T>,
+) -> impl futures::Stream<Item = T> + Send {
     futures::stream::poll_fn(move |cx| receiver.poll_recv(cx))
 }
 
-/// Runs the operator until `shutdown` resolves (then finishes the reconciles
-/// in flight and releases the lease), or until leadership is lost.
+/// One module, set up: its kinds, its caches subscribed, its triggers.
+struct Prepared {
+    slot: ModuleSlot,
+    name: String,
+    kinds: Kinds,
+    owned: Vec<Arc<Cache>>,
+    reads: Vec<Arc<Cache>>,
+    references: Arc<ReferenceIndex>,
+    parents: mpsc::UnboundedReceiver<ObjectRef<DynamicObject>>,
+    everything: mpsc::UnboundedReceiver<()>,
+}
+
+fn prepare(slot: ModuleSlot, caches: &Caches) -> Result<Prepared, OperatorError> {
+    let module = slot.current();
+    let name = module.name().to_owned();
+    let kinds = Kinds::from_manifest(module.manifest())
+        .map_err(|source| OperatorError::Kinds { module: name.clone(), source })?;
+    let references = Arc::new(ReferenceIndex::default());
+    let (parents_tx, parents) = mpsc::unbounded_channel();
+    let (everything_tx, everything) = mpsc::unbounded_channel();
+    let triggers: Arc<dyn CacheEvents> = Arc::new(Triggers {
+        parent: kinds.parent.clone(),
+        owned: kinds.owned.clone(),
+        reads: kinds.reads.clone(),
+        references: references.clone(),
+        parents: parents_tx,
+        everything: everything_tx,
+    });
+    let subscribed = |kind: &Kind| {
+        let cache = caches.of(kind);
+        cache.subscribe(triggers.clone());
+        cache
+    };
+    let owned: Vec<Arc<Cache>> = kinds.owned.iter().map(subscribed).collect();
+    let mut reads = Vec::new();
+    for kind in &kinds.reads {
+        // A kind both owned and read is watched once and subscribed once.
+        if kinds.owned.iter().any(|k| k.key() == kind.key()) {
+            reads.push(caches.of(kind));
+        } else {
+            reads.push(subscribed(kind));
+        }
+    }
+    tracing::info!(
+        module = name,
+        version = module.manifest().version,
+        digest = module.digest(),
+        parent = kinds.parent.resource.api_version.clone() + "/" + kinds.parent.name(),
+        owned = ?kinds.owned.iter().map(Kind::name).collect::<Vec<_>>(),
+        reads = ?kinds.reads.iter().map(Kind::name).collect::<Vec<_>>(),
+        "module loaded"
+    );
+    Ok(Prepared { slot, name, kinds, owned, reads, references, parents, everything })
+}
+
+/// Two modules reconciling one parent kind would fight over its children.
+fn one_module_per_parent(prepared: &[Prepared]) -> Result<(), OperatorError> {
+    for (i, first) in prepared.iter().enumerate() {
+        let parent = &first.kinds.parent;
+        if let Some(second) = prepared[i + 1..]
+            .iter()
+            .find(|p| p.kinds.parent.resource.group == parent.resource.group && p.kinds.parent.name() == parent.name())
+        {
+            return Err(OperatorError::SameParent {
+                kind: format!("{}/{}", parent.resource.group, parent.name()),
+                first: first.name.clone(),
+                second: second.name.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Runs one controller per module until `shutdown` resolves (then finishes
+/// the reconciles in flight and releases the lease), or until leadership is
+/// lost. Modules share the client, the caches of the kinds they have in
+/// common, the lease and the metrics.
 pub async fn run(
     client: Client,
-    module: ModuleHandle,
+    modules: Vec<ModuleSlot>,
     metrics: Arc<Metrics>,
     options: Options,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), OperatorError> {
-    let manifest = module.current().controller().and_then(|mut m| m.manifest()).map_err(OperatorError::Manifest)?;
-    let kinds = Kinds::from_manifest(&manifest)?;
+    if modules.is_empty() {
+        return Err(OperatorError::NoModules);
+    }
+    let caches = Caches::new(client.clone(), options.namespace.clone());
+    let prepared: Vec<Prepared> = modules.into_iter().map(|slot| prepare(slot, &caches)).collect::<Result<_, _>>()?;
+    one_module_per_parent(&prepared)?;
     tracing::info!(
-        parent = kinds.parent.resource.api_version.clone() + "/" + kinds.parent.name(),
-        owned = ?kinds.owned.iter().map(Kind::name).collect::<Vec<_>>(),
-        reads = ?kinds.reads.iter().map(Kind::name).collect::<Vec<_>>(),
+        modules = ?prepared.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(),
         namespace = options.namespace.as_deref().unwrap_or("(all)"),
         "starting"
     );
 
     let readiness = http::Readiness::default();
-    let _servers = http::serve(options.metrics_address, options.health_address, metrics.clone(), readiness.clone()).await?;
+    let _servers =
+        http::serve(options.metrics_address, options.health_address, metrics.clone(), readiness.clone()).await?;
 
     let (stop_tx, stop_rx) = watch::channel(false);
     let shutdown_requested = {
@@ -214,25 +330,11 @@ pub async fn run(
         }
     };
 
-    let references = Arc::new(ReferenceIndex::default());
-    let (parents_tx, parents_rx) = mpsc::unbounded_channel();
-    let (everything_tx, everything_rx) = mpsc::unbounded_channel();
-    let triggers: Arc<dyn CacheEvents> = Arc::new(Triggers {
-        parent: kinds.parent.clone(),
-        read_kinds: kinds.reads.iter().map(|k| k.name().to_owned()).collect(),
-        references: references.clone(),
-        parents: parents_tx,
-        everything: everything_tx,
-    });
-    let namespace = options.namespace.as_deref();
-    let spawn = |kind: &Kind| Arc::new(Cache::spawn(&client, kind.clone(), namespace, triggers.clone()));
-    let owned: Vec<Arc<Cache>> = kinds.owned.iter().map(spawn).collect();
-    let reads: Vec<Arc<Cache>> = kinds.reads.iter().map(spawn).collect();
-
     // Reconcile only from complete caches: a half-listed cache would make
     // existing children look missing.
+    let all_caches = caches.all();
     let caches_known = async {
-        for cache in owned.iter().chain(&reads) {
+        for cache in &all_caches {
             cache.wait_until_known().await;
         }
     };
@@ -241,7 +343,7 @@ pub async fn run(
         () = stopped() => return Ok(()),
     }
     readiness.set_ready();
-    tracing::info!("caches synced");
+    tracing::info!(kinds = all_caches.len(), "caches synced");
 
     let mut election = options.leader_election.clone().map(|o| LeaderElection::new(client.clone(), o));
     if let Some(election) = election.as_mut() {
@@ -252,64 +354,55 @@ pub async fn run(
     }
     metrics.leader.set(1);
 
-    let ctx = Arc::new(Context {
-        client: client.clone(),
-        module,
-        kinds: kinds.clone(),
-        owned,
-        reads,
-        references,
-        metrics: metrics.clone(),
-        events: events::Events::new(client.clone(), &options.controller_name, Some(instance_name(&options))),
-        backoff: Backoff::default(),
-        status_memo: status::StatusMemo::default(),
-        resync_period: options.resync_period,
-    });
-    // The parent watch as `Controller::new_with` builds it, plus forgetting
-    // deleted parents.
-    let parent_writer = reflector::store::Writer::new(kinds.parent.resource.clone());
-    let parent_store = parent_writer.as_reader();
-    let forgetting = ctx.clone();
-    let parents = reflector(parent_writer, watcher(kinds.parent.watch_api(&client, namespace), watcher::Config::default()))
-        .inspect_ok(move |event| {
-            if let Some(parent) = deleted_parent(event) {
-                forgetting.forget(&parent);
-            }
-        })
-        .applied_objects();
-    let controller = Controller::for_stream_with(parents, parent_store, kinds.parent.resource.clone())
-        .with_config(controller::Config::default().concurrency(options.concurrency))
-        .reconcile_on(receiver_stream(parents_rx))
-        .reconcile_all_on(receiver_stream(everything_rx))
-        .graceful_shutdown_on(stopped())
-        .run(reconcile::reconcile, reconcile::error_policy, ctx)
-        .for_each(|result| {
-            if let Err(error) = result {
-                match error {
-                    // Already logged by the error policy.
-                    controller::Error::ReconcilerFailed(..) => {}
-                    other => tracing::warn!(error = %other, "controller"),
-                }
-            }
-            std::future::ready(())
+    let instance = instance_name(&options);
+    let controllers = prepared.into_iter().map(|prepared| {
+        let module = prepared.slot.current();
+        let manifest = module.manifest();
+        let module_metrics = metrics.for_module(&prepared.name);
+        module_metrics.loaded(&manifest.version, module.digest());
+        let ctx = Arc::new(Context {
+            client: client.clone(),
+            module: prepared.slot.clone(),
+            module_name: prepared.name.clone(),
+            kinds: prepared.kinds.clone(),
+            owned: prepared.owned,
+            reads: prepared.reads,
+            references: prepared.references,
+            metrics: module_metrics,
+            field_manager: manifest.field_manager.clone(),
+            events: events::Events::new(client.clone(), &manifest.event_reporter, Some(instance.clone())),
+            backoff: Backoff::default(),
+            status_memo: status::StatusMemo::default(),
+            resync_period: options.resync_period,
         });
+        controller_for(
+            ctx,
+            &client,
+            options.namespace.as_deref(),
+            options.concurrency,
+            prepared.parents,
+            prepared.everything,
+            stopped(),
+        )
+    });
+    let controllers = futures::future::join_all(controllers);
 
     let outcome = match election.as_mut() {
         Some(election) => {
-            let mut controller = std::pin::pin!(controller);
+            let mut controllers = std::pin::pin!(controllers);
             tokio::select! {
-                () = &mut controller => Ok(()),
+                _ = &mut controllers => Ok(()),
                 lost = election.keep() => {
                     tracing::error!(error = %lost, "stepping down");
                     stop_tx.send_replace(true);
                     // Let reconciles in flight finish, then exit.
-                    controller.await;
+                    controllers.await;
                     Err(OperatorError::Leadership(lost))
                 }
             }
         }
         None => {
-            controller.await;
+            controllers.await;
             Ok(())
         }
     };
@@ -324,13 +417,56 @@ pub async fn run(
     outcome
 }
 
+/// One module's controller: its parent watch (as `Controller::new_with`
+/// builds it, plus forgetting deleted parents), triggered also by its
+/// owned and read kinds' changes.
+fn controller_for(
+    ctx: Arc<Context>,
+    client: &Client,
+    namespace: Option<&str>,
+    concurrency: u16,
+    parents_rx: mpsc::UnboundedReceiver<ObjectRef<DynamicObject>>,
+    everything_rx: mpsc::UnboundedReceiver<()>,
+    stopped: impl Future<Output = ()> + Send + Sync + 'static,
+) -> impl Future<Output = ()> {
+    let parent_kind = ctx.kinds.parent.clone();
+    let parent_writer = reflector::store::Writer::new(parent_kind.resource.clone());
+    let parent_store = parent_writer.as_reader();
+    let forgetting = ctx.clone();
+    let parents =
+        reflector(parent_writer, watcher(parent_kind.watch_api(client, namespace), watcher::Config::default()))
+            .inspect_ok(move |event| {
+                if let Some(parent) = deleted_parent(event) {
+                    forgetting.forget(&parent);
+                }
+            })
+            .applied_objects();
+    let module = ctx.module_name.clone();
+    Controller::for_stream_with(parents, parent_store, parent_kind.resource.clone())
+        .with_config(controller::Config::default().concurrency(concurrency))
+        .reconcile_on(receiver_stream(parents_rx))
+        .reconcile_all_on(receiver_stream(everything_rx))
+        .graceful_shutdown_on(stopped)
+        .run(reconcile::reconcile, reconcile::error_policy, ctx)
+        .for_each(move |result| {
+            if let Err(error) = result {
+                match error {
+                    // Already logged by the error policy.
+                    controller::Error::ReconcilerFailed(..) => {}
+                    other => tracing::warn!(module, error = %other, "controller"),
+                }
+            }
+            std::future::ready(())
+        })
+}
+
 fn instance_name(options: &Options) -> String {
     options
         .leader_election
         .as_ref()
         .map(|l| l.identity.clone())
         .or_else(|| std::env::var("POD_NAME").ok())
-        .unwrap_or_else(|| options.controller_name.clone())
+        .unwrap_or_else(|| "wasm-operator".to_owned())
 }
 
 #[cfg(test)]
@@ -339,11 +475,11 @@ mod tests {
 
     fn parent(namespace: Option<&str>) -> DynamicObject {
         let resource = kube::api::ApiResource {
-            group: "memcached.c5c3.io".into(),
-            version: "v1alpha1".into(),
-            api_version: "memcached.c5c3.io/v1alpha1".into(),
-            kind: "Memcached".into(),
-            plural: "memcacheds".into(),
+            group: "example.c5c3.io".into(),
+            version: "v1".into(),
+            api_version: "example.c5c3.io/v1".into(),
+            kind: "Widget".into(),
+            plural: "widgets".into(),
         };
         let object = DynamicObject::new("cache", &resource);
         match namespace {

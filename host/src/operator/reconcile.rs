@@ -1,6 +1,8 @@
 //! One reconcile of one parent: related objects and current children from
-//! the caches, every desired child from the module in one call, then
-//! CreateOrUpdate or delete per owned kind, events, and the status.
+//! the caches, every desired child from the module in one call, checked,
+//! then CreateOrUpdate per desired object, deletion of the children the
+//! module no longer wants, events, and the status. One module version
+//! serves the whole reconcile.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -11,16 +13,22 @@ use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 
 use super::caches::Availability;
-use super::create_or_update::{create_or_update, Outcome};
-use super::delete_disabled::delete_disabled;
+use super::create_or_update::{Outcome, create_or_update};
+use super::delete_unwanted::delete_unwanted;
+use super::desired::{self, DesiredObject, Owner};
 use super::references::Related;
-use super::status::write_status;
+use super::status::{write_stalled, write_status};
 use super::{Context, ParentView, ReconcileError};
-use crate::module::CallError;
+use crate::modules::CallError;
 
 pub async fn reconcile(parent: Arc<DynamicObject>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
     let started = Instant::now();
     let result = reconcile_parent(&parent, &ctx).await;
+    if let Err(error) = &result
+        && let Some(reason) = error.module_failure()
+    {
+        module_failed(&ctx, &parent, reason, error).await;
+    }
     let label = match &result {
         Ok(Verdict::Applied) => "success",
         Ok(Verdict::Invalid) => "invalid",
@@ -49,6 +57,7 @@ pub fn error_policy(parent: Arc<DynamicObject>, error: &ReconcileError, ctx: Arc
     let key = (parent.namespace().unwrap_or_default(), parent.name_any());
     let delay = ctx.backoff.next(&key);
     tracing::warn!(
+        module = ctx.module_name,
         namespace = key.0,
         name = key.1,
         error = %error,
@@ -81,120 +90,147 @@ async fn reconcile_parent(parent: &DynamicObject, ctx: &Context) -> Result<Verdi
     // Related objects (Secrets) the parent references, from the caches.
     let references = match ctx.call("references", |m| m.references(&parent_json)) {
         Ok(references) => references,
-        // An invalid parent: desired-all below reports it with every path.
+        // An invalid parent: desired below reports it with every path.
         Err(CallError::Logic(_)) => Vec::new(),
-        Err(source) => return Err(module_failed(ctx, &regarding, "references", source).await),
+        Err(source) => return Err(ReconcileError::Module { function: "references", source }),
     };
     let mut related_keys = BTreeSet::new();
     let mut related = Vec::new();
     for reference in &references {
-        let Some(cache) = ctx.reads.iter().find(|c| {
-            c.kind.resource.group == reference.group && c.kind.resource.kind == reference.kind
-        }) else {
+        let Some(cache) = ctx
+            .reads
+            .iter()
+            .find(|c| c.kind.resource.group == reference.group && c.kind.resource.kind == reference.kind)
+        else {
             continue;
         };
+        let related_namespace = reference.namespace.as_deref().unwrap_or(namespace);
         related_keys.insert(Related {
             kind: reference.kind.clone(),
-            namespace: namespace.to_owned(),
+            namespace: related_namespace.to_owned(),
             name: reference.name.clone(),
         });
-        if let Some(object) = cache.get(namespace, &reference.name) {
+        if let Some(object) = cache.get(related_namespace, &reference.name) {
             related.push(cache.kind.to_json(&object));
         }
     }
     ctx.references.set(parent_key, related_keys);
 
     // The children it controls now, from the caches, in manifest order.
-    let current: Vec<Option<Arc<DynamicObject>>> = ctx
+    let current: Vec<(usize, Arc<DynamicObject>)> = ctx
         .owned
         .iter()
-        .map(|cache| match cache.availability() {
-            Availability::Served => cache.controlled_by(namespace, uid),
-            _ => None,
-        })
+        .enumerate()
+        .filter(|(_, cache)| cache.availability() == Availability::Served)
+        .flat_map(|(index, cache)| cache.controlled_by(namespace, uid).into_iter().map(move |object| (index, object)))
         .collect();
-    let current_json: Vec<Option<String>> = ctx
-        .owned
-        .iter()
-        .zip(&current)
-        .map(|(cache, object)| object.as_ref().map(|o| cache.kind.to_json(o)))
-        .collect();
-    let view = ParentView { object: parent, json: &parent_json, namespace, name, uid, related: &related };
+    let current_json: Vec<String> =
+        current.iter().map(|(index, object)| ctx.owned[*index].kind.to_json(object)).collect();
+    let view = ParentView {
+        object: parent,
+        json: &parent_json,
+        namespace,
+        name,
+        uid,
+        owned: &current_json,
+        related: &related,
+    };
 
-    let desired = match ctx.call("desired-all", |m| m.desired_all(&parent_json, &current_json, &related)) {
-        Ok(desired) if desired.len() == ctx.owned.len() => desired,
-        Ok(desired) => {
-            let message = format!("desired-all answered {} objects for {} owned kinds", desired.len(), ctx.owned.len());
-            let source = CallError::Module(wasmtime::Error::msg(message));
-            return Err(module_failed(ctx, &regarding, "desired-all", source).await);
-        }
+    let answer = match ctx.call("desired", |m| m.desired(&parent_json, &current_json, &related)) {
+        Ok(answer) => answer,
         Err(CallError::Logic(error)) => {
             // Bad input changes nothing and deletes nothing: report it.
-            let owned: Vec<String> = current_json.iter().flatten().cloned().collect();
-            tracing::warn!(namespace, name, error = %error, "the spec is invalid; nothing changed");
-            if write_status(ctx, &view, &owned, None).await? {
+            tracing::warn!(module = ctx.module_name, namespace, name, error = %error, "the spec is invalid; nothing changed");
+            if write_status(ctx, &view, &current_json, None).await? {
                 ctx.events.warning(&regarding, "InvalidSpec", error.to_string()).await;
             }
             return Ok(Verdict::Invalid);
         }
-        Err(source) => return Err(module_failed(ctx, &regarding, "desired-all", source).await),
+        Err(source) => return Err(ReconcileError::Module { function: "desired", source }),
+    };
+    let owner = Owner { namespace, uid };
+    let desired = match desired::check(&ctx.kinds.owned, &owner, answer) {
+        Ok(desired) => desired,
+        Err(problem) => {
+            ctx.metrics.module_failed("ModuleInvalidOutput");
+            return Err(ReconcileError::InvalidOutput { problem });
+        }
     };
 
     let mut owned_now = Vec::new();
     let mut failure = None;
-    let mut not_served = Vec::new();
-    let children = ctx.owned.iter().zip(desired).zip(current);
-    for ((cache, desired), current) in children {
+    let mut not_served = BTreeSet::new();
+    let mut wanted = BTreeSet::new();
+    for DesiredObject { kind_index, name: child, value } in desired {
+        let cache = &ctx.owned[kind_index];
         let kind = cache.kind.name();
+        wanted.insert((kind_index, child.clone()));
+        let existing = current.iter().find(|(i, o)| *i == kind_index && o.name_any() == child).map(|(_, o)| o.clone());
         if failure.is_some() {
             // Stopped at an earlier failure; the status still sees the rest.
-            owned_now.extend(current.map(|c| cache.kind.to_json(&c)));
+            owned_now.extend(existing.map(|o| cache.kind.to_json(&o)));
             continue;
         }
         if cache.availability() != Availability::Served {
-            if desired.is_some() {
-                not_served.push(format!("{kind} ({})", cache.kind.resource.api_version));
-            }
+            not_served.insert(format!("{kind} ({})", cache.kind.resource.api_version));
             continue;
         }
-        match (desired, current) {
-            (Some(desired), current) => match create_or_update(ctx, cache, &view, current, desired).await {
-                Ok(applied) => {
-                    let child = applied.object.name_any();
-                    let reference = applied.object.object_ref(&cache.kind.resource);
-                    match applied.outcome {
-                        Outcome::Created => {
-                            let note = format!("Created {kind} {child}");
-                            ctx.events.child_changed(&regarding, reference, "Created", "Create", note).await;
-                        }
-                        Outcome::Updated => {
-                            let note = format!("Updated {kind} {child}");
-                            ctx.events.child_changed(&regarding, reference, "Updated", "Update", note).await;
-                        }
-                        Outcome::Unchanged => {}
+        match create_or_update(ctx, cache, &view, existing, value).await {
+            Ok(applied) => {
+                let reference = applied.object.object_ref(&cache.kind.resource);
+                match applied.outcome {
+                    Outcome::Created => {
+                        let note = format!("Created {kind} {child}");
+                        ctx.events.child_changed(&regarding, reference, "Created", "Create", note).await;
                     }
-                    owned_now.push(cache.kind.to_json(&applied.object));
+                    Outcome::Updated => {
+                        let note = format!("Updated {kind} {child}");
+                        ctx.events.child_changed(&regarding, reference, "Updated", "Update", note).await;
+                    }
+                    Outcome::Unchanged => {}
                 }
-                Err(error) => failure = Some(error),
-            },
-            (None, Some(current)) => match delete_disabled(ctx, cache, &view, &current).await {
-                Ok(true) => {
-                    let note = format!("Deleted {kind} {}", current.name_any());
-                    let reference = current.object_ref(&cache.kind.resource);
-                    ctx.events.child_changed(&regarding, reference, "Deleted", "Delete", note).await;
-                }
-                Ok(false) => {}
-                Err(error) => failure = Some(error),
-            },
-            (None, None) => {}
+                owned_now.push(cache.kind.to_json(&applied.object));
+            }
+            Err(error) => failure = Some(error),
+        }
+    }
+
+    // What it controls and the module no longer wants goes; but not after a
+    // failure, and the status still sees it.
+    for (kind_index, object) in &current {
+        let cache = &ctx.owned[*kind_index];
+        if wanted.contains(&(*kind_index, object.name_any())) {
+            continue;
+        }
+        if failure.is_some() {
+            owned_now.push(cache.kind.to_json(object));
+            continue;
+        }
+        match delete_unwanted(ctx, cache, &view, object).await {
+            Ok(true) => {
+                let note = format!("Deleted {} {}", cache.kind.name(), object.name_any());
+                let reference = object.object_ref(&cache.kind.resource);
+                ctx.events.child_changed(&regarding, reference, "Deleted", "Delete", note).await;
+            }
+            Ok(false) => {}
+            Err(error) => {
+                owned_now.push(cache.kind.to_json(object));
+                failure = Some(error);
+            }
         }
     }
 
     let problem = match (&failure, not_served.is_empty()) {
         (Some(error), _) => Some(error.to_string()),
         (None, false) => {
-            let kinds = not_served.join(", ");
-            tracing::warn!(namespace, name, kinds, "wanted kinds are not served by the API server; skipped");
+            let kinds = not_served.into_iter().collect::<Vec<_>>().join(", ");
+            tracing::warn!(
+                module = ctx.module_name,
+                namespace,
+                name,
+                kinds,
+                "wanted kinds are not served by the API server; skipped"
+            );
             Some(format!("not served by the API server (is the CRD installed?): {kinds}"))
         }
         (None, true) => None,
@@ -204,21 +240,20 @@ async fn reconcile_parent(parent: &DynamicObject, ctx: &Context) -> Result<Verdi
         ctx.events.warning(&regarding, "ReconcileFailed", error.to_string()).await;
         return Err(error);
     }
-    if status_changed?
-        && let Some(problem) = problem
-    {
+    if status_changed? && let Some(problem) = problem {
         ctx.events.warning(&regarding, "KindNotServed", problem).await;
     }
     Ok(Verdict::Applied)
 }
 
-async fn module_failed(
-    ctx: &Context,
-    regarding: &k8s_openapi::api::core::v1::ObjectReference,
-    function: &'static str,
-    source: CallError,
-) -> ReconcileError {
-    let error = ReconcileError::Module { function, source };
-    ctx.events.warning(regarding, "ModuleFailed", error.to_string()).await;
-    error
+/// The module itself failed (trapped, ran out of time or memory, or
+/// answered something unusable): a Warning event and a `Stalled` condition
+/// on the parent, written by the host since the module cannot. Nothing else
+/// changes.
+async fn module_failed(ctx: &Context, parent: &DynamicObject, reason: &'static str, error: &ReconcileError) {
+    let regarding = parent.object_ref(&ctx.kinds.parent.resource);
+    ctx.events.warning(&regarding, reason, error.to_string()).await;
+    if let Err(status_error) = write_stalled(ctx, parent, reason, &error.to_string()).await {
+        tracing::warn!(module = ctx.module_name, error = %status_error, "could not record the Stalled condition");
+    }
 }

@@ -1,8 +1,9 @@
 //! The parent's status, from the module, written through the status
-//! subresource only when it changed.
+//! subresource only when it changed; and the one condition the host writes
+//! itself, `Stalled`, when the module failed and cannot report it.
 
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use super::compare::{merge_patch, same_ignoring_nulls};
 use super::references::ParentKey;
@@ -21,7 +22,7 @@ pub async fn write_status(
         .call("status", |m| m.status(parent.json, owned, parent.related, &now, problem))
         .map_err(|source| ReconcileError::Module { function: "status", source })?;
     let new: Value = serde_json::from_str(&text)
-        .map_err(|source| ReconcileError::BadObject { kind: "status".to_owned(), source })?;
+        .map_err(|source| ReconcileError::InvalidOutput { problem: format!("status: {source}") })?;
     let old = parent.object.data.get("status").unwrap_or(&Value::Null);
     if same_ignoring_nulls(old, &new) {
         return Ok(false);
@@ -35,18 +36,92 @@ pub async fn write_status(
     }
     let patch = json!({ "status": merge_patch(old, &new) });
     let api: Api<DynamicObject> = ctx.kinds.parent.api(&ctx.client, parent.namespace);
-    api.patch_status(parent.name, &PatchParams::default(), &Patch::Merge(&patch)).await.map_err(|source| {
+    api.patch_status(parent.name, &patch_params(ctx), &Patch::Merge(&patch)).await.map_err(|source| {
         ReconcileError::Api {
             verb: "patch status of",
             kind: ctx.kinds.parent.name().to_owned(),
             namespace: parent.namespace.to_owned(),
             name: parent.name.to_owned(),
-            source,
+            source: Box::new(source),
         }
     })?;
     ctx.status_memo.wrote(key, based_on, new);
-    tracing::info!(kind = ctx.kinds.parent.name(), name = parent.name, "status updated");
+    tracing::info!(module = ctx.module_name, kind = ctx.kinds.parent.name(), name = parent.name, "status updated");
     Ok(true)
+}
+
+fn patch_params(ctx: &Context) -> PatchParams {
+    PatchParams { field_manager: Some(ctx.field_manager.clone()), ..PatchParams::default() }
+}
+
+/// The condition the host sets when the module itself failed for this
+/// parent (kstatus's `Stalled`: the controller cannot make progress). The
+/// module's next successful status replaces the conditions, and with them
+/// this one.
+pub const STALLED: &str = "Stalled";
+
+/// Sets `Stalled=True` with `reason` on the parent's status conditions,
+/// keeping the others; writes only when that changes something.
+pub async fn write_stalled(
+    ctx: &Context,
+    parent: &DynamicObject,
+    reason: &str,
+    message: &str,
+) -> Result<bool, ReconcileError> {
+    let (Some(namespace), Some(name)) = (parent.metadata.namespace.as_deref(), parent.metadata.name.as_deref()) else {
+        return Err(ReconcileError::MissingMetadata);
+    };
+    let now = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+    let current = parent.data.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+    let Some(conditions) = with_stalled(current, reason, message, parent.metadata.generation, &now) else {
+        return Ok(false);
+    };
+    let patch = json!({ "status": { "conditions": conditions } });
+    let api: Api<DynamicObject> = ctx.kinds.parent.api(&ctx.client, namespace);
+    api.patch_status(name, &patch_params(ctx), &Patch::Merge(&patch)).await.map_err(|source| ReconcileError::Api {
+        verb: "patch status of",
+        kind: ctx.kinds.parent.name().to_owned(),
+        namespace: namespace.to_owned(),
+        name: name.to_owned(),
+        source: Box::new(source),
+    })?;
+    Ok(true)
+}
+
+/// `conditions` with `Stalled=True` for `reason`; none when it is already
+/// there with that reason and message.
+fn with_stalled(
+    mut conditions: Vec<Value>,
+    reason: &str,
+    message: &str,
+    generation: Option<i64>,
+    now: &str,
+) -> Option<Vec<Value>> {
+    // The API server refuses condition messages over 32 KiB; a trap's
+    // backtrace can be long.
+    let message: String = message.chars().take(1024).collect();
+    let existing = conditions.iter().position(|c| c["type"] == STALLED);
+    if let Some(index) = existing {
+        let condition = &conditions[index];
+        if condition["status"] == "True" && condition["reason"] == reason && condition["message"] == message.as_str() {
+            return None;
+        }
+    }
+    let since = existing
+        .map(|index| &conditions[index])
+        .filter(|c| c["status"] == "True")
+        .and_then(|c| c.get("lastTransitionTime").cloned())
+        .unwrap_or_else(|| json!(now));
+    let mut condition =
+        json!({"type": STALLED, "status": "True", "reason": reason, "message": message, "lastTransitionTime": since});
+    if let Some(generation) = generation {
+        condition["observedGeneration"] = json!(generation);
+    }
+    match existing {
+        Some(index) => conditions[index] = condition,
+        None => conditions.push(condition),
+    }
+    Some(conditions)
 }
 
 /// The status last written per parent, and the parent resourceVersion it was
@@ -68,5 +143,37 @@ impl StatusMemo {
 
     pub fn forget(&self, parent: &ParentKey) {
         self.written.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(parent);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn stalled_is_added_kept_and_updated_once() {
+        let ready =
+            json!({"type": "Ready", "status": "False", "reason": "X", "lastTransitionTime": "2026-01-01T00:00:00Z"});
+        let set =
+            with_stalled(vec![ready.clone()], "ModuleTrapped", "boom", Some(3), "2026-11-23T10:00:00Z").expect("added");
+        assert_eq!(set[0], ready, "other conditions are kept");
+        assert_eq!(
+            set[1],
+            json!({"type": "Stalled", "status": "True", "reason": "ModuleTrapped", "message": "boom",
+                   "lastTransitionTime": "2026-11-23T10:00:00Z", "observedGeneration": 3})
+        );
+        // The same failure again writes nothing.
+        assert_eq!(with_stalled(set.clone(), "ModuleTrapped", "boom", Some(3), "2026-11-23T11:00:00Z"), None);
+        // Another failure updates it, keeping when it became true.
+        let changed =
+            with_stalled(set, "ModuleDeadlineExceeded", "slow", Some(4), "2026-11-23T12:00:00Z").expect("changed");
+        assert_eq!(changed.len(), 2);
+        assert_eq!(changed[1]["reason"], "ModuleDeadlineExceeded");
+        assert_eq!(changed[1]["lastTransitionTime"], "2026-11-23T10:00:00Z");
+        let long = "x".repeat(5000);
+        let cut = with_stalled(Vec::new(), "ModuleTrapped", &long, None, "2026-11-23T10:00:00Z").expect("added");
+        assert_eq!(cut[0]["message"].as_str().map(str::len), Some(1024));
     }
 }

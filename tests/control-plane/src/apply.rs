@@ -4,11 +4,11 @@
 use std::time::{Duration, Instant};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Client;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::core::GroupVersionKind;
-use kube::discovery::{pinned_kind, ApiCapabilities, ApiResource, Scope};
+use kube::discovery::{ApiCapabilities, ApiResource, Scope, pinned_kind};
 use kube::runtime::wait::{await_condition, conditions::is_crd_established};
-use kube::Client;
 use serde::Deserialize;
 
 use crate::Error;
@@ -36,10 +36,10 @@ pub(crate) async fn apply_yaml(client: &Client, yaml: &str) -> Result<Vec<Dynami
             Scope::Cluster => Api::all_with(client.clone(), &resource),
         };
         let params = PatchParams::apply(FIELD_MANAGER).force();
-        let result = api.patch(&name, &params, &Patch::Apply(&object)).await.map_err(|source| Error::Apply {
-            object: format!("{} {name}", gvk.kind),
-            source: Box::new(source),
-        })?;
+        let result = api
+            .patch(&name, &params, &Patch::Apply(&object))
+            .await
+            .map_err(|source| Error::Apply { object: format!("{} {name}", gvk.kind), source: Box::new(source) })?;
         if gvk.group == "apiextensions.k8s.io" && gvk.kind == "CustomResourceDefinition" {
             wait_established(client, &name).await?;
         }

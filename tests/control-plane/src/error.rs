@@ -22,11 +22,7 @@ pub enum Error {
     },
 
     #[error("{process} exited during start-up ({status}); last log lines:\n{log_tail}")]
-    Exited {
-        process: &'static str,
-        status: ExitStatus,
-        log_tail: String,
-    },
+    Exited { process: &'static str, status: ExitStatus, log_tail: String },
 
     #[error("timed out after {seconds}s waiting for {what}")]
     Timeout { what: String, seconds: u64 },

@@ -13,8 +13,8 @@
 //! # Ok(()) }
 //! ```
 
-pub mod audit;
 mod apply;
+pub mod audit;
 mod error;
 mod pki;
 mod process;
@@ -29,9 +29,9 @@ use base64::Engine;
 use k8s_openapi::api::authorization::v1::{ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::Client;
 use kube::api::{Api, DeleteParams, DynamicObject, ObjectMeta, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::Client;
 
 pub use apply::FIELD_MANAGER;
 pub use audit::{AuditEvent, AuditMark};
@@ -193,24 +193,35 @@ impl ControlPlane {
         let admin_token = pki::token()?;
         let operator_token = pki::token()?;
         let (sa_key, sa_pub) = pki::service_account_key_pair()?;
-        write(&dir.join("tokens.csv"), &format!(
-            "{admin_token},admin,admin-uid,system:masters\n{operator_token},{},memcached-operator-uid\n",
-            User::Operator.name()
-        ))?;
+        write(
+            &dir.join("tokens.csv"),
+            &format!(
+                "{admin_token},admin,admin-uid,system:masters\n{operator_token},{},memcached-operator-uid\n",
+                User::Operator.name()
+            ),
+        )?;
         write(&dir.join("sa.key"), &sa_key)?;
         write(&dir.join("sa.pub"), &sa_pub)?;
 
         let etcd_args: Vec<String> = [
-            "--name", "default",
-            "--data-dir", &path("etcd"),
-            "--listen-client-urls", &format!("http://127.0.0.1:{etcd_port}"),
-            "--advertise-client-urls", &format!("http://127.0.0.1:{etcd_port}"),
-            "--listen-peer-urls", &format!("http://127.0.0.1:{peer_port}"),
-            "--initial-advertise-peer-urls", &format!("http://127.0.0.1:{peer_port}"),
-            "--initial-cluster", &format!("default=http://127.0.0.1:{peer_port}"),
+            "--name",
+            "default",
+            "--data-dir",
+            &path("etcd"),
+            "--listen-client-urls",
+            &format!("http://127.0.0.1:{etcd_port}"),
+            "--advertise-client-urls",
+            &format!("http://127.0.0.1:{etcd_port}"),
+            "--listen-peer-urls",
+            &format!("http://127.0.0.1:{peer_port}"),
+            "--initial-advertise-peer-urls",
+            &format!("http://127.0.0.1:{peer_port}"),
+            "--initial-cluster",
+            &format!("default=http://127.0.0.1:{peer_port}"),
             // Test data need not survive a power cut; fsync dominates etcd's latency.
             "--unsafe-no-fsync",
-            "--log-level", "warn",
+            "--log-level",
+            "warn",
         ]
         .map(String::from)
         .to_vec();
@@ -221,24 +232,38 @@ impl ControlPlane {
         })?;
 
         let mut apiserver_args: Vec<String> = [
-            "--etcd-servers", &format!("http://127.0.0.1:{etcd_port}"),
-            "--cert-dir", &path("certs"),
-            "--secure-port", &api_port.to_string(),
-            "--bind-address", "127.0.0.1",
-            "--advertise-address", "127.0.0.1",
-            "--endpoint-reconciler-type", "none",
-            "--service-cluster-ip-range", "10.0.0.0/24",
-            "--service-account-issuer", &format!("https://127.0.0.1:{api_port}"),
-            "--service-account-key-file", &path("sa.pub"),
-            "--service-account-signing-key-file", &path("sa.key"),
-            "--token-auth-file", &path("tokens.csv"),
-            "--authorization-mode", "RBAC",
+            "--etcd-servers",
+            &format!("http://127.0.0.1:{etcd_port}"),
+            "--cert-dir",
+            &path("certs"),
+            "--secure-port",
+            &api_port.to_string(),
+            "--bind-address",
+            "127.0.0.1",
+            "--advertise-address",
+            "127.0.0.1",
+            "--endpoint-reconciler-type",
+            "none",
+            "--service-cluster-ip-range",
+            "10.0.0.0/24",
+            "--service-account-issuer",
+            &format!("https://127.0.0.1:{api_port}"),
+            "--service-account-key-file",
+            &path("sa.pub"),
+            "--service-account-signing-key-file",
+            &path("sa.key"),
+            "--token-auth-file",
+            &path("tokens.csv"),
+            "--authorization-mode",
+            "RBAC",
             // No token controller runs, so Pods could never get their token.
-            "--disable-admission-plugins", "ServiceAccount",
+            "--disable-admission-plugins",
+            "ServiceAccount",
             // As in many production clusters: setting an owner reference
             // needs delete on the object, blockOwnerDeletion needs update
             // on the owner's finalizers (tests/deploy.rs relies on it).
-            "--enable-admission-plugins", "OwnerReferencesPermissionEnforcement",
+            "--enable-admission-plugins",
+            "OwnerReferencesPermissionEnforcement",
             "--allow-privileged=true",
         ]
         .map(String::from)
@@ -247,13 +272,18 @@ impl ControlPlane {
             write(&dir.join("audit-policy.yaml"), audit::POLICY)?;
             apiserver_args.extend(
                 [
-                    "--audit-policy-file", &path("audit-policy.yaml"),
-                    "--audit-log-path", &path("audit.log"),
-                    "--audit-log-format", "json",
+                    "--audit-policy-file",
+                    &path("audit-policy.yaml"),
+                    "--audit-log-path",
+                    &path("audit.log"),
+                    "--audit-log-format",
+                    "json",
                     // Blocking: the event is written before the request's
                     // handler returns, so a test rarely has to wait for it.
-                    "--audit-log-mode", "blocking",
-                    "--audit-log-maxsize", "0",
+                    "--audit-log-mode",
+                    "blocking",
+                    "--audit-log-maxsize",
+                    "0",
                 ]
                 .map(String::from),
             );
@@ -276,16 +306,21 @@ impl ControlPlane {
         if options.controller_manager {
             let controllers = options.controllers.join(",");
             let args: Vec<String> = [
-                "--kubeconfig", &plane.kubeconfig(User::Admin).to_string_lossy(),
+                "--kubeconfig",
+                &plane.kubeconfig(User::Admin).to_string_lossy(),
                 "--leader-elect=false",
-                "--controllers", &controllers,
-                "--bind-address", "127.0.0.1",
-                "--secure-port", &kcm_port.to_string(),
+                "--controllers",
+                &controllers,
+                "--bind-address",
+                "127.0.0.1",
+                "--secure-port",
+                &kcm_port.to_string(),
             ]
             .map(String::from)
             .to_vec();
             let binary = assets.join("kube-controller-manager");
-            let kcm = Proc::spawn("kube-controller-manager", &binary, &args, dir.join("logs/kube-controller-manager.log"))?;
+            let kcm =
+                Proc::spawn("kube-controller-manager", &binary, &args, dir.join("logs/kube-controller-manager.log"))?;
             *lock(&plane.controller_manager) = Some(kcm);
             if options.controllers.iter().any(|c| c == "garbagecollector") {
                 block_on(plane.wait_garbage_collector())??;
@@ -383,7 +418,10 @@ impl ControlPlane {
                 return Ok(());
             }
             if Instant::now() > deadline {
-                return Err(Error::Timeout { what: "the garbage collector to delete a dependent".into(), seconds: SECONDS });
+                return Err(Error::Timeout {
+                    what: "the garbage collector to delete a dependent".into(),
+                    seconds: SECONDS,
+                });
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
@@ -442,8 +480,8 @@ impl ControlPlane {
         let root = repo_root();
         for folder in [root.join("deploy/crd"), root.join("tests/crds")] {
             for file in yaml_files(&folder)? {
-                let text = std::fs::read_to_string(&file)
-                    .map_err(|e| Error::io(format!("reading {}", file.display()), e))?;
+                let text =
+                    std::fs::read_to_string(&file).map_err(|e| Error::io(format!("reading {}", file.display()), e))?;
                 self.apply_yaml(&text).await?;
             }
         }

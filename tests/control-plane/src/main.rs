@@ -73,7 +73,7 @@ fn run(args: Args) -> Result<(), String> {
         .build()
         .map_err(|e| format!("tokio runtime: {e}"))?;
     let signals = runtime.block_on(async {
-        use tokio::signal::unix::{signal, SignalKind};
+        use tokio::signal::unix::{SignalKind, signal};
         Ok::<_, std::io::Error>((signal(SignalKind::interrupt())?, signal(SignalKind::terminate())?))
     });
     let (mut interrupt, mut terminate) = signals.map_err(|e| format!("installing signal handlers: {e}"))?;

@@ -92,8 +92,8 @@ subjects:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn restart_keeps_data_and_clients_and_drop_cleans_up() {
-    let plane = ControlPlane::start_with(Options { controller_manager: false, ..Options::default() })
-        .expect("control plane");
+    let plane =
+        ControlPlane::start_with(Options { controller_manager: false, ..Options::default() }).expect("control plane");
     let client = plane.client(User::Admin).await.expect("client");
     let config_maps: Api<ConfigMap> = Api::namespaced(client, "default");
     config_maps.create(&PostParams::default(), &config_map("survivor")).await.expect("create");

@@ -20,7 +20,7 @@
 //!   objects exist (there is no kubelet: pods never run, so convergence is
 //!   about objects, not readiness);
 //! - API requests per CR until then, from the operator's own
-//!   `memcached_operator_api_requests_total` and from the audit log;
+//!   `wasm_operator_api_requests_total` and from the audit log;
 //! - writes during one idle resync (after convergence, until every CR was
 //!   reconciled once more by `--resync-period`), events and leases aside;
 //! - the operator's peak RSS (VmHWM) and CPU time.
@@ -36,7 +36,7 @@ use control_plane::{AuditEvent, ControlPlane, Options, User};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, ObjectMeta, PostParams};
-use kube::runtime::{watcher, WatchStreamExt};
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use serde_json::Value;
 
@@ -82,7 +82,8 @@ struct Config {
     operator: PathBuf,
 }
 
-const USAGE: &str = "usage: bench-e2e [--counts 100,1000] [--namespaces 4] [--concurrency 8] [--resync-period 30s] [--out FILE]";
+const USAGE: &str =
+    "usage: bench-e2e [--counts 100,1000] [--namespaces 4] [--concurrency 8] [--resync-period 30s] [--out FILE]";
 
 fn parse_args(root: &Path, mut args: impl Iterator<Item = String>) -> Result<Config, BenchError> {
     let mut config = Config {
@@ -118,7 +119,8 @@ fn parse_args(root: &Path, mut args: impl Iterator<Item = String>) -> Result<Con
             }
             "--resync-period" => {
                 let text = value()?;
-                config.resync = parse_seconds(&text).ok_or_else(|| usage(format!("--resync-period {text:?}: e.g. 30s or 2m")))?;
+                config.resync =
+                    parse_seconds(&text).ok_or_else(|| usage(format!("--resync-period {text:?}: e.g. 30s or 2m")))?;
                 config.resync_flag = text;
             }
             "--out" => config.out = PathBuf::from(value()?),
@@ -206,8 +208,8 @@ fn machine_line() -> String {
 
 fn read_sample(path: &Path) -> Result<Value, BenchError> {
     let text = std::fs::read_to_string(path).map_err(io(format!("reading {}", path.display())))?;
-    let sample: Value =
-        serde_norway::from_str(&text).map_err(|e| BenchError::Sample { path: path.to_owned(), message: e.to_string() })?;
+    let sample: Value = serde_norway::from_str(&text)
+        .map_err(|e| BenchError::Sample { path: path.to_owned(), message: e.to_string() })?;
     if sample.pointer("/spec").is_none_or(Value::is_null) {
         return Err(BenchError::Sample { path: path.to_owned(), message: "no spec".into() });
     }
@@ -349,7 +351,11 @@ async fn run_one(config: &Config, template: &Value, count: usize, logs: &Path) -
             progress(&format!("N={count}: all created after {:.1}s", started.elapsed().as_secs_f64()));
             creating = None;
         }
-        let next = tokio::time::timeout_at(deadline.min(tokio::time::Instant::now() + Duration::from_secs(1)), statuses.try_next()).await;
+        let next = tokio::time::timeout_at(
+            deadline.min(tokio::time::Instant::now() + Duration::from_secs(1)),
+            statuses.try_next(),
+        )
+        .await;
         match next {
             Ok(Ok(Some(object))) => {
                 let key = (object.namespace().unwrap_or_default(), object.name_any());
@@ -372,7 +378,11 @@ async fn run_one(config: &Config, template: &Value, count: usize, logs: &Path) -
             }
         }
         if last_report.elapsed() > Duration::from_secs(15) {
-            progress(&format!("N={count}: {}/{count} converged after {:.0}s", converged.len(), started.elapsed().as_secs_f64()));
+            progress(&format!(
+                "N={count}: {}/{count} converged after {:.0}s",
+                converged.len(),
+                started.elapsed().as_secs_f64()
+            ));
             last_report = Instant::now();
         }
     }
@@ -393,7 +403,10 @@ async fn run_one(config: &Config, template: &Value, count: usize, logs: &Path) -
         }
         operator.check_alive()?;
         if tokio::time::Instant::now() >= deadline {
-            return Err(BenchError::Timeout { what: format!("{missing} owned objects"), seconds: CONVERGE_TIMEOUT.as_secs() });
+            return Err(BenchError::Timeout {
+                what: format!("{missing} owned objects"),
+                seconds: CONVERGE_TIMEOUT.as_secs(),
+            });
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
@@ -499,7 +512,11 @@ async fn create_namespace_with_secrets(client: &Client, namespace: &str) -> Resu
     };
     let tls = Secret {
         metadata: meta("memcached-tls"),
-        string_data: Some(strings(&[("tls.crt", "placeholder"), ("tls.key", "placeholder"), ("ca.crt", "placeholder")])),
+        string_data: Some(strings(&[
+            ("tls.crt", "placeholder"),
+            ("tls.key", "placeholder"),
+            ("ca.crt", "placeholder"),
+        ])),
         ..Secret::default()
     };
     for secret in [sasl, tls] {
@@ -531,7 +548,8 @@ async fn create_all(client: Client, template: Value, count: usize, namespaces: V
 /// How many of the 6 × count owned objects are missing (by controller owner).
 async fn missing_children(client: &Client, count: usize) -> Result<usize, BenchError> {
     let parents: Api<DynamicObject> = Api::all_with(client.clone(), &memcached_resource());
-    let uids: HashSet<String> = parents.list(&ListParams::default()).await?.items.iter().filter_map(|p| p.uid()).collect();
+    let uids: HashSet<String> =
+        parents.list(&ListParams::default()).await?.items.iter().filter_map(|p| p.uid()).collect();
     let mut missing = 0;
     for kind in owned_resources() {
         let api: Api<DynamicObject> = Api::all_with(client.clone(), &kind);
@@ -623,25 +641,27 @@ impl OperatorProcess {
 
     async fn scrape(&mut self) -> Result<Scrape, BenchError> {
         self.check_alive()?;
-        let (status, body) = http_get(&self.metrics, "/metrics").await.map_err(|e| BenchError::Metrics(e.to_string()))?;
+        let (status, body) =
+            http_get(&self.metrics, "/metrics").await.map_err(|e| BenchError::Metrics(e.to_string()))?;
         if status != 200 {
             return Err(BenchError::Metrics(format!("HTTP {status}")));
         }
-        let requests = |verb: &str| metric_sum(&body, "memcached_operator_api_requests_total", &format!("verb=\"{verb}\""));
+        let requests = |verb: &str| metric_sum(&body, "wasm_operator_api_requests_total", &format!("verb=\"{verb}\""));
         Ok(Scrape {
             requests: Requests {
                 reads: requests("read"),
                 writes: ["create", "update", "patch", "delete"].iter().map(|v| requests(v)).sum(),
                 watches: requests("watch"),
             },
-            reconciles: metric_sum(&body, "memcached_operator_reconciles_total", ""),
+            reconciles: metric_sum(&body, "wasm_operator_reconciles_total", ""),
         })
     }
 
     /// Peak and current RSS, and CPU seconds (user + system) so far.
     fn usage(&self) -> Result<Usage, BenchError> {
         let pid = self.pid();
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).map_err(io("reading the operator's /proc status"))?;
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .map_err(io("reading the operator's /proc status"))?;
         let kib = |field: &str| {
             status
                 .lines()
@@ -649,14 +669,20 @@ impl OperatorProcess {
                 .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
                 .unwrap_or(0)
         };
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).map_err(io("reading the operator's /proc stat"))?;
+        let stat =
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).map_err(io("reading the operator's /proc stat"))?;
         // Fields after the command (which may hold spaces) start at field 3.
-        let fields: Vec<&str> = stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
+        let fields: Vec<&str> =
+            stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
         let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
         // utime and stime are fields 14 and 15, i.e. 11 and 12 after the command.
         // SAFETY: sysconf has no preconditions.
         let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-        Ok(Usage { peak_rss_kib: kib("VmHWM:"), rss_kib: kib("VmRSS:"), cpu_seconds: (ticks(11) + ticks(12)) as f64 / hz })
+        Ok(Usage {
+            peak_rss_kib: kib("VmHWM:"),
+            rss_kib: kib("VmRSS:"),
+            cpu_seconds: (ticks(11) + ticks(12)) as f64 / hz,
+        })
     }
 
     fn stop(&mut self) {
@@ -741,7 +767,8 @@ fn table(rows: &[Row], config: &Config, machine: &str) -> String {
     out.push_str("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for row in rows {
         let a = &row.audit;
-        let idle_writes = row.idle.child_writes + row.idle.status_writes + row.idle.other_writes.values().sum::<usize>();
+        let idle_writes =
+            row.idle.child_writes + row.idle.status_writes + row.idle.other_writes.values().sum::<usize>();
         out.push_str(&format!(
             "| {} | {:.1} s | {:.1} s | {} | {:.1} + {:.1} | {}, {} | {} ({} + {} + {}) | {}, {} (+{} events) in {:.0} s | {:.0}, {:.0} MiB | {:.1} s |\n",
             row.crs,
@@ -778,13 +805,13 @@ mod tests {
 
     #[test]
     fn metric_sum_adds_matching_series_only() {
-        let text = "# HELP x\nmemcached_operator_api_requests_total{verb=\"read\"} 7\n\
-                    memcached_operator_api_requests_total{verb=\"create\"} 3\n\
-                    memcached_operator_api_requests_total_other{verb=\"read\"} 100\n\
-                    memcached_operator_reconciles_total{result=\"success\"} 5\n\
-                    memcached_operator_reconciles_total{result=\"error\"} 2\n";
-        assert_eq!(metric_sum(text, "memcached_operator_api_requests_total", "verb=\"read\""), 7);
-        assert_eq!(metric_sum(text, "memcached_operator_reconciles_total", ""), 7);
+        let text = "# HELP x\nwasm_operator_api_requests_total{verb=\"read\"} 7\n\
+                    wasm_operator_api_requests_total{verb=\"create\"} 3\n\
+                    wasm_operator_api_requests_total_other{verb=\"read\"} 100\n\
+                    wasm_operator_reconciles_total{result=\"success\"} 5\n\
+                    wasm_operator_reconciles_total{result=\"error\"} 2\n";
+        assert_eq!(metric_sum(text, "wasm_operator_api_requests_total", "verb=\"read\""), 7);
+        assert_eq!(metric_sum(text, "wasm_operator_reconciles_total", ""), 7);
     }
 
     #[test]

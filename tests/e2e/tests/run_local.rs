@@ -135,7 +135,11 @@ fn without_a_cluster_it_starts_one_and_prints_what_the_operator_created() {
     ] {
         assert!(stdout.lines().any(|l| l.split_whitespace().nth(1) == Some(object)), "{object} not listed\n{context}");
     }
-    for absent in ["poddisruptionbudget.policy/my-cache", "horizontalpodautoscaler.autoscaling/my-cache", "networkpolicy.networking.k8s.io/my-cache"] {
+    for absent in [
+        "poddisruptionbudget.policy/my-cache",
+        "horizontalpodautoscaler.autoscaling/my-cache",
+        "networkpolicy.networking.k8s.io/my-cache",
+    ] {
         assert!(!stdout.contains(absent), "{absent} listed for a minimal CR\n{context}");
     }
     // The TLS and monitoring ports on the full one's Service.
@@ -146,14 +150,13 @@ fn without_a_cluster_it_starts_one_and_prints_what_the_operator_created() {
     // the referenced Secrets exist, so no SecretNotFound.
     for cr in ["default/my-cache", "production/full-cache"] {
         let header = format!("{cr} (generation 1, observedGeneration 1):");
-        let block: Vec<&str> = stdout
-            .lines()
-            .skip_while(|l| *l != header)
-            .skip(1)
-            .take_while(|l| l.starts_with("  "))
-            .collect();
+        let block: Vec<&str> =
+            stdout.lines().skip_while(|l| *l != header).skip(1).take_while(|l| l.starts_with("  ")).collect();
         for condition in ["Available=", "Progressing=", "Degraded=", "Ready="] {
-            assert!(block.iter().any(|l| l.trim_start().starts_with(condition)), "{cr}: no {condition} condition\n{context}");
+            assert!(
+                block.iter().any(|l| l.trim_start().starts_with(condition)),
+                "{cr}: no {condition} condition\n{context}"
+            );
         }
         // No kubelet here: nothing is ever ready.
         assert!(block.iter().any(|l| l.contains("Ready=False")), "{cr}\n{context}");
@@ -273,7 +276,10 @@ async fn with_kubeconfig_it_installs_the_crd_there_and_runs_the_operator() {
     let memcacheds: Api<DynamicObject> = Api::namespaced_with(
         client.clone(),
         "default",
-        &ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("memcached.c5c3.io", "v1alpha1", "Memcached"), "memcacheds"),
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("memcached.c5c3.io", "v1alpha1", "Memcached"),
+            "memcacheds",
+        ),
     );
     let deployments: Api<DynamicObject> = Api::namespaced_with(
         client.clone(),

@@ -1,17 +1,23 @@
-//! The `Greeting` module: `example.c5c3.io/v1` `Greeting` owns one ConfigMap
-//! named after it holding `spec.message`, and reads the Secret named by
-//! `spec.signatureSecret` (the ConfigMap says whether it exists). An empty
-//! message means the ConfigMap must not exist; the message `trap` makes the
-//! module trap (the host's tests need a failing module). Nothing here knows
+//! The `Greeting` module: `example.c5c3.io/v1` `Greeting` owns a ConfigMap
+//! named after it holding `spec.message`, and one more ConfigMap per entry
+//! of `spec.audiences` (`<name>-<audience>`): any number of objects of one
+//! kind per parent. It reads the Secret named by `spec.signatureSecret`
+//! (the ConfigMaps say whether it exists). An empty message means no
+//! ConfigMap at all.
+//!
+//! The host's tests also need modules that misbehave, and this is a real
+//! module, so it can: the message `trap` makes it trap, `loop` makes it loop
+//! forever, `allocate` makes it allocate without bound. Nothing here knows
 //! of Memcached, and the host knows nothing of Greetings.
 
 #[cfg(target_arch = "wasm32")]
 mod component;
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 pub const GROUP: &str = "example.c5c3.io";
 pub const VERSION: &str = "v1";
+pub const CRD_YAML: &str = include_str!("../crd.yaml");
 
 #[derive(Debug, PartialEq, Eq)]
 pub enum Error {
@@ -39,6 +45,25 @@ fn message(parent: &Value) -> Result<String, Error> {
     }
 }
 
+/// `spec.audiences`, a list of names (each a ConfigMap name suffix).
+fn audiences(parent: &Value) -> Result<Vec<String>, Error> {
+    let invalid = |i: usize| Error::Invalid(format!("spec.audiences[{i}]"), "must be a lowercase name".into());
+    match parent.pointer("/spec/audiences") {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| match item.as_str() {
+                Some(name) if !name.is_empty() && name.chars().all(|c| c.is_ascii_lowercase() || c == '-') => {
+                    Ok(name.to_owned())
+                }
+                _ => Err(invalid(i)),
+            })
+            .collect(),
+        Some(_) => Err(Error::Invalid("spec.audiences".into(), "must be a list".into())),
+    }
+}
+
 fn signature_secret(parent: &Value) -> Result<Option<String>, Error> {
     match parent.pointer("/spec/signatureSecret") {
         None | Some(Value::Null) => Ok(None),
@@ -52,73 +77,121 @@ pub fn references(parent: &str) -> Result<Vec<String>, Error> {
     Ok(signature_secret(&parent)?.into_iter().collect())
 }
 
-pub fn desired(kind: &str, parent: &str, current: Option<&str>, related: &[String]) -> Result<Option<String>, Error> {
-    if kind != "ConfigMap" {
-        return Err(Error::Unsupported(format!("no owned kind {kind}")));
+/// What the tests ask the module to do wrong, by message.
+fn misbehave(message: &str) {
+    match message {
+        "trap" => panic!("asked to trap"),
+        "loop" => {
+            // Only the host's deadline ends this.
+            let mut turns: u64 = 0;
+            loop {
+                turns = std::hint::black_box(turns.wrapping_add(1));
+            }
+        }
+        "allocate" => {
+            // Only the host's memory limit ends this (the allocation fails
+            // and the module aborts).
+            let mut hoard: Vec<Vec<u8>> = Vec::new();
+            loop {
+                hoard.push(std::hint::black_box(vec![1u8; 1 << 20]));
+            }
+        }
+        _ => {}
     }
+}
+
+/// Every ConfigMap the Greeting should own: one for the message, one per
+/// audience. `owned` holds the ConfigMaps it controls now.
+pub fn desired(parent: &str, owned: &[String], related: &[String]) -> Result<Vec<String>, Error> {
     let parent = parse("parent", parent)?;
     let message = message(&parent)?;
+    let audiences = audiences(&parent)?;
     let secret = signature_secret(&parent)?;
     if message.is_empty() {
-        return Ok(None);
+        return Ok(Vec::new());
     }
-    // For the host's tests: a module that traps. The host must survive it.
-    if message == "trap" {
-        panic!("asked to trap");
-    }
-    let name = str_at(&parent, "/metadata/name").ok_or_else(|| Error::Invalid("metadata.name".into(), "required".into()))?;
-    let mut object = match current {
-        Some(text) => parse("current ConfigMap", text)?,
-        None => json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}),
+    misbehave(&message);
+    let name =
+        str_at(&parent, "/metadata/name").ok_or_else(|| Error::Invalid("metadata.name".into(), "required".into()))?;
+    let signature = secret.map(|secret| {
+        let found = related
+            .iter()
+            .any(|text| parse("related", text).is_ok_and(|s| str_at(&s, "/metadata/name") == Some(secret.as_str())));
+        if found { format!("signed by {secret}") } else { "unsigned".to_owned() }
+    });
+    let owned: Vec<Value> = owned.iter().map(|text| parse("owned ConfigMap", text)).collect::<Result<_, _>>()?;
+    let mut objects = Vec::new();
+    let mut add = |configmap: &str, text: String| -> Result<(), Error> {
+        let current = owned.iter().find(|o| str_at(o, "/metadata/name") == Some(configmap));
+        let mut data = Map::new();
+        data.insert("message".into(), json!(text));
+        if let Some(signature) = &signature {
+            data.insert("signature".into(), json!(signature));
+        }
+        objects.push(configmap_for(&parent, name, configmap, current, data)?.to_string());
+        Ok(())
     };
-    if let Some(namespace) = str_at(&parent, "/metadata/namespace") {
+    add(name, message.clone())?;
+    for audience in &audiences {
+        add(&format!("{name}-{audience}"), format!("{message}, {audience}"))?;
+    }
+    Ok(objects)
+}
+
+/// The ConfigMap `configmap`, built on the current one in place: what we own
+/// is set, what the server filled in is kept.
+fn configmap_for(
+    parent: &Value,
+    greeting: &str,
+    configmap: &str,
+    current: Option<&Value>,
+    data: Map<String, Value>,
+) -> Result<Value, Error> {
+    let mut object = match current {
+        Some(current) => current.clone(),
+        None => json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": configmap}}),
+    };
+    if let Some(namespace) = str_at(parent, "/metadata/namespace") {
         object["metadata"]["namespace"] = json!(namespace);
     }
-    // Mutate in place: set what we own, keep what the server filled in.
-    object["metadata"]["labels"] = json!({"app.kubernetes.io/managed-by": "greeting-operator", "example.c5c3.io/greeting": name});
+    object["metadata"]["labels"] =
+        json!({"app.kubernetes.io/managed-by": "greeting-operator", "example.c5c3.io/greeting": greeting});
     let owner = json!({
         "apiVersion": format!("{GROUP}/{VERSION}"),
         "kind": "Greeting",
-        "name": name,
-        "uid": str_at(&parent, "/metadata/uid").unwrap_or_default(),
+        "name": greeting,
+        "uid": str_at(parent, "/metadata/uid").unwrap_or_default(),
         "controller": true,
         "blockOwnerDeletion": true,
     });
-    let others = object["metadata"]["ownerReferences"]
-        .as_array()
-        .map(|refs| refs.iter().filter(|r| r["controller"] != json!(true)).cloned().collect::<Vec<_>>())
-        .unwrap_or_default();
-    if object["metadata"]["ownerReferences"]
-        .as_array()
-        .is_some_and(|refs| refs.iter().any(|r| r["controller"] == json!(true) && r["uid"] != owner["uid"]))
-    {
-        return Err(Error::Invalid("metadata.ownerReferences".into(), "the ConfigMap has another controller".into()));
+    let references = object["metadata"]["ownerReferences"].as_array().cloned().unwrap_or_default();
+    if references.iter().any(|r| r["controller"] == json!(true) && r["uid"] != owner["uid"]) {
+        return Err(Error::Invalid(
+            "metadata.ownerReferences".into(),
+            format!("ConfigMap {configmap} has another controller"),
+        ));
     }
-    object["metadata"]["ownerReferences"] = Value::Array([others, vec![owner]].concat());
-    let mut data = Map::new();
-    data.insert("message".into(), json!(message));
-    if let Some(secret) = secret {
-        let found = related.iter().any(|text| {
-            parse("related", text).is_ok_and(|s| str_at(&s, "/metadata/name") == Some(secret.as_str()))
-        });
-        data.insert("signature".into(), json!(if found { format!("signed by {secret}") } else { "unsigned".to_owned() }));
-    }
+    let others = references.into_iter().filter(|r| r["controller"] != json!(true));
+    object["metadata"]["ownerReferences"] = Value::Array(others.chain([owner]).collect());
     object["data"] = Value::Object(data);
-    Ok(Some(object.to_string()))
+    Ok(object)
 }
 
 pub fn status(parent: &str, owned: &[String]) -> Result<String, Error> {
     let parent = parse("parent", parent)?;
-    let configmap = owned
+    let mut published: Vec<String> = owned
         .iter()
         .filter_map(|text| parse("owned", text).ok())
-        .find(|o| str_at(o, "/kind") == Some("ConfigMap"))
-        .and_then(|o| str_at(&o, "/metadata/name").map(str::to_owned));
+        .filter(|o| str_at(o, "/kind") == Some("ConfigMap"))
+        .filter_map(|o| str_at(&o, "/metadata/name").map(str::to_owned))
+        .collect();
+    published.sort();
     let mut status = json!({"observedGeneration": parent.pointer("/metadata/generation").cloned().unwrap_or(json!(0))});
-    status["phase"] = match (message(&parent), configmap) {
-        (Err(Error::Invalid(path, problem)), _) => json!(format!("Invalid: {path} {problem}")),
-        (_, Some(name)) => json!(format!("Published in ConfigMap {name}")),
-        (_, None) => json!("Nothing to publish"),
+    let problem = message(&parent).and_then(|_| audiences(&parent)).err();
+    status["phase"] = match (problem, published.as_slice()) {
+        (Some(Error::Invalid(path, problem)), _) => json!(format!("Invalid: {path} {problem}")),
+        (_, []) => json!("Nothing to publish"),
+        (_, names) => json!(format!("Published in ConfigMap {}", names.join(", "))),
     };
     Ok(status.to_string())
 }
@@ -133,26 +206,48 @@ mod tests {
         .to_string()
     }
 
-    #[test]
-    fn the_configmap_follows_the_message_and_keeps_server_fields() {
-        let cr = greeting(json!({"message": "hi", "signatureSecret": "sig"}));
-        let created: Value = serde_json::from_str(&desired("ConfigMap", &cr, None, &[]).unwrap().unwrap()).unwrap();
-        assert_eq!(created["data"], json!({"message": "hi", "signature": "unsigned"}));
-        assert_eq!(created["metadata"]["ownerReferences"][0]["uid"], "u-1");
+    fn objects(texts: Vec<String>) -> Vec<Value> {
+        texts.iter().map(|t| serde_json::from_str(t).unwrap()).collect()
+    }
 
-        let mut stored = created.clone();
+    #[test]
+    fn the_configmaps_follow_the_message_and_keep_server_fields() {
+        let cr = greeting(json!({"message": "hi", "signatureSecret": "sig", "audiences": ["world", "moon"]}));
+        let created = objects(desired(&cr, &[], &[]).unwrap());
+        let names: Vec<&str> = created.iter().map(|o| str_at(o, "/metadata/name").unwrap()).collect();
+        assert_eq!(names, ["hello", "hello-world", "hello-moon"]);
+        assert_eq!(created[0]["data"], json!({"message": "hi", "signature": "unsigned"}));
+        assert_eq!(created[2]["data"]["message"], "hi, moon");
+        assert!(created.iter().all(|o| o["metadata"]["ownerReferences"][0]["uid"] == "u-1"));
+
+        let mut stored = created[1].clone();
         stored["metadata"]["resourceVersion"] = json!("7");
         let secret = json!({"kind": "Secret", "metadata": {"name": "sig"}}).to_string();
-        let again: Value =
-            serde_json::from_str(&desired("ConfigMap", &cr, Some(&stored.to_string()), &[secret]).unwrap().unwrap()).unwrap();
-        assert_eq!(again["metadata"]["resourceVersion"], "7");
-        assert_eq!(again["data"]["signature"], "signed by sig");
+        let again = objects(desired(&cr, &[stored.to_string()], &[secret]).unwrap());
+        assert_eq!(again[1]["metadata"]["resourceVersion"], "7");
+        assert_eq!(again[0]["metadata"]["resourceVersion"], Value::Null);
+        assert_eq!(again[1]["data"]["signature"], "signed by sig");
         assert_eq!(references(&cr).unwrap(), vec!["sig".to_owned()]);
 
-        assert_eq!(desired("ConfigMap", &greeting(json!({})), None, &[]).unwrap(), None);
-        assert!(matches!(desired("ConfigMap", &greeting(json!({"message": 3})), None, &[]), Err(Error::Invalid(p, _)) if p == "spec.message"));
-        assert!(matches!(desired("Secret", &cr, None, &[]), Err(Error::Unsupported(_))));
-        let status: Value = serde_json::from_str(&status(&cr, &[created.to_string()]).unwrap()).unwrap();
-        assert_eq!(status, json!({"observedGeneration": 2, "phase": "Published in ConfigMap hello"}));
+        assert!(desired(&greeting(json!({})), &[], &[]).unwrap().is_empty());
+        assert!(
+            matches!(desired(&greeting(json!({"message": 3})), &[], &[]), Err(Error::Invalid(p, _)) if p == "spec.message")
+        );
+        assert!(
+            matches!(desired(&greeting(json!({"message": "x", "audiences": ["Bad"]})), &[], &[]), Err(Error::Invalid(p, _)) if p == "spec.audiences[0]")
+        );
+        let status: Value =
+            serde_json::from_str(&status(&cr, &[created[1].to_string(), created[0].to_string()]).unwrap()).unwrap();
+        assert_eq!(status, json!({"observedGeneration": 2, "phase": "Published in ConfigMap hello, hello-world"}));
+    }
+
+    #[test]
+    fn a_configmap_controlled_by_another_parent_is_refused() {
+        let cr = greeting(json!({"message": "hi"}));
+        let foreign = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "hello", "ownerReferences": [{"uid": "other", "controller": true}]}});
+        assert!(
+            matches!(desired(&cr, &[foreign.to_string()], &[]), Err(Error::Invalid(p, _)) if p == "metadata.ownerReferences")
+        );
     }
 }

@@ -1,5 +1,5 @@
-//! Bakes the default logic module into the binary. `make build` writes the
-//! component to target/memcached.wasm first; MEMCACHED_WASM overrides the path.
+//! Bakes the Memcached logic component into the binary. `make build` writes
+//! it to target/memcached.wasm first; MEMCACHED_WASM overrides the path.
 
 use std::path::PathBuf;
 
@@ -11,10 +11,7 @@ fn main() {
     println!("cargo:rerun-if-env-changed=MEMCACHED_WASM");
     println!("cargo:rerun-if-changed={}", path.display());
     if !path.exists() {
-        panic!(
-            "the logic component {} does not exist: run `make build` (or `make wasm`) first",
-            path.display()
-        );
+        panic!("the logic component {} does not exist: run `make build` (or `make wasm`) first", path.display());
     }
     println!("cargo:rustc-env=MEMCACHED_WASM_PATH={}", path.display());
 }

@@ -1,10 +1,10 @@
 //! `render`: the objects the operator would own for each CR in a YAML
 //! stream, computed by the logic module.
 
-use memcached_logic::FieldError;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
+use wasm_operator::modules::{CallError, FieldError};
 
-use crate::module::{CallError, Instance};
+use crate::typed::Instance;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RenderError {

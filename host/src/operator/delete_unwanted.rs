@@ -1,15 +1,16 @@
-//! Deleting an optional object whose feature was turned off: only when its
-//! controller owner reference is this parent's UID, and only that very
-//! object (a UID precondition), so nothing else is ever touched.
+//! Deleting a child the module no longer wants (a feature turned off, one
+//! of several dropped): only when its controller owner reference is this
+//! parent's UID, and only that very object (a UID precondition), so nothing
+//! else is ever touched.
 
-use kube::api::{DeleteParams, DynamicObject, Preconditions, PropagationPolicy};
 use kube::ResourceExt;
+use kube::api::{DeleteParams, DynamicObject, Preconditions, PropagationPolicy};
 
 use super::caches::Cache;
 use super::{Context, ParentView, ReconcileError};
 
 /// `Ok(true)` when deleted; `Ok(false)` when it was not ours or is gone.
-pub async fn delete_disabled(
+pub async fn delete_unwanted(
     ctx: &Context,
     cache: &Cache,
     parent: &ParentView<'_>,
@@ -29,7 +30,14 @@ pub async fn delete_disabled(
     };
     match kind.api(&ctx.client, parent.namespace).delete(&name, &params).await {
         Ok(_) => {
-            tracing::info!(kind = kind.name(), name, operation = "deleted", "{} reconciled", kind.name());
+            tracing::info!(
+                module = ctx.module_name,
+                kind = kind.name(),
+                name,
+                operation = "deleted",
+                "{} reconciled",
+                kind.name()
+            );
             ctx.metrics.wrote(kind.name(), "deleted");
             Ok(true)
         }
@@ -43,7 +51,7 @@ pub async fn delete_disabled(
                 kind: kind.name().to_owned(),
                 namespace: parent.namespace.to_owned(),
                 name,
-                source,
+                source: Box::new(source),
             })
         }
     }

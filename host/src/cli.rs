@@ -1,0 +1,273 @@
+//! The command line both binaries share: `wasm-operator` (modules given
+//! with `--module`) and binaries that carry a built-in module (such as
+//! `memcached-operator`), which add their own commands.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::{ArgAction, Args, ValueEnum};
+
+use crate::modules::{LogicModule, ModuleEngine, ModuleSlot, ModuleSource};
+use crate::operator::api_requests::CountRequestsLayer;
+use crate::operator::leader::LeaderElectionOptions;
+use crate::operator::metrics::Metrics;
+use crate::operator::{self, Options};
+
+/// What a binary built on this host is: its name (the default Lease name)
+/// and the module it runs when no `--module` is given.
+#[derive(Clone, Copy)]
+pub struct Flavor {
+    pub binary: &'static str,
+    pub builtin: Option<BuiltIn>,
+}
+
+#[derive(Clone, Copy)]
+pub struct BuiltIn {
+    pub name: &'static str,
+    pub bytes: &'static [u8],
+}
+
+/// Which logic modules to load.
+#[derive(Args, Clone, Debug, Default)]
+pub struct ModuleArgs {
+    /// A logic module (a component exporting wasm-operator:controller);
+    /// repeat it to run several in one process. Replaces the built-in one.
+    #[arg(long = "module", global = true, env = "WASM_OPERATOR_MODULES", value_delimiter = ',', value_name = "PATH")]
+    pub modules: Vec<PathBuf>,
+    /// Accept modules precompiled by `precompile` (native code: only ones you built).
+    #[arg(long, global = true, env = "WASM_OPERATOR_ALLOW_PRECOMPILED")]
+    pub allow_precompiled: bool,
+}
+
+#[derive(Args, Clone, Debug)]
+pub struct RunArgs {
+    /// Watch only this namespace (default: every namespace).
+    #[arg(long, env = "WATCH_NAMESPACE")]
+    pub namespace: Option<String>,
+    /// Where Prometheus scrapes /metrics.
+    #[arg(long, default_value = "0.0.0.0:8080")]
+    pub metrics_bind_address: SocketAddr,
+    /// Where kubelet probes /healthz and /readyz.
+    #[arg(long, default_value = "0.0.0.0:8081")]
+    pub health_probe_bind_address: SocketAddr,
+    /// Hold a coordination.k8s.io Lease so only one replica reconciles.
+    #[arg(long, default_value_t = true, action = ArgAction::Set)]
+    pub leader_elect: bool,
+    /// The Lease's namespace (default: POD_NAMESPACE, else the client's namespace).
+    #[arg(long, env = "POD_NAMESPACE")]
+    pub leader_election_namespace: Option<String>,
+    /// The Lease's name (default: the binary's name).
+    #[arg(long)]
+    pub leader_election_id: Option<String>,
+    /// Parents reconciled at once, per module.
+    #[arg(long, default_value_t = 4)]
+    pub concurrency: u16,
+    /// How often every parent is reconciled even when nothing changed (e.g. 10m, 30s).
+    #[arg(long, default_value = "10m", value_parser = parse_duration)]
+    pub resync_period: Duration,
+    #[arg(long, value_enum, default_value_t = LogFormat::Json)]
+    pub log_format: LogFormat,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum LogFormat {
+    Json,
+    Text,
+}
+
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let duration: jiff::SignedDuration = text.parse().map_err(|e| format!("{text:?} is not a duration: {e}"))?;
+    Duration::try_from(duration).map_err(|e| format!("{text:?}: {e}"))
+}
+
+/// Prints an error the way both binaries do, and maps it to the exit code.
+pub fn exit(result: Result<ExitCode>) -> ExitCode {
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The modules `args` name, or the flavor's built-in one, all on `engine`.
+pub fn load_modules(engine: &ModuleEngine, flavor: &Flavor, args: &ModuleArgs) -> Result<Vec<LogicModule>> {
+    if args.modules.is_empty() {
+        let Some(builtin) = flavor.builtin else {
+            bail!("no logic module: give one or more with --module PATH");
+        };
+        let module = LogicModule::from_bytes(engine, ModuleSource::BuiltIn(builtin.name), builtin.bytes, false)?;
+        return Ok(vec![module]);
+    }
+    args.modules
+        .iter()
+        .map(|path| LogicModule::from_file(engine, path, args.allow_precompiled).map_err(anyhow::Error::from))
+        .collect()
+}
+
+/// The one module a command that takes one works on.
+pub fn load_one(engine: &ModuleEngine, flavor: &Flavor, args: &ModuleArgs) -> Result<LogicModule> {
+    if args.modules.len() > 1 {
+        bail!("this command takes one --module, not {}", args.modules.len());
+    }
+    let mut modules = load_modules(engine, flavor, args)?;
+    modules.pop().context("no logic module")
+}
+
+pub fn engine() -> Result<ModuleEngine> {
+    ModuleEngine::new().map_err(|e| anyhow::anyhow!("setting up wasmtime: {e:#}"))
+}
+
+/// `crd`: each module's CustomResourceDefinition, as the module ships it.
+pub fn crd_command(flavor: &Flavor, args: &ModuleArgs) -> Result<ExitCode> {
+    let engine = engine()?;
+    let modules = load_modules(&engine, flavor, args)?;
+    let mut documents = Vec::new();
+    for module in &modules {
+        let crd = module.manifest().crd.trim_end();
+        if crd.is_empty() {
+            bail!("{} ships no CRD in its manifest", module.source());
+        }
+        documents.push(crd.trim_start_matches("---\n").to_owned());
+    }
+    print_out(&format!("{}\n", documents.join("\n---\n")))
+}
+
+/// `manifest`: what each module says of itself, and its digest, as JSON.
+pub fn manifest_command(flavor: &Flavor, args: &ModuleArgs) -> Result<ExitCode> {
+    let engine = engine()?;
+    let modules = load_modules(&engine, flavor, args)?;
+    let kind = |k: &crate::modules::KindInfo| serde_json::json!({"group": k.group, "version": k.version, "kind": k.kind, "plural": k.plural, "namespaced": k.namespaced});
+    let described: Vec<serde_json::Value> = modules
+        .iter()
+        .map(|module| {
+            let m = module.manifest();
+            serde_json::json!({
+                "source": module.source().to_string(),
+                "digest": module.digest(),
+                "contract": module.contract(),
+                "name": m.name,
+                "version": m.version,
+                "parent": kind(&m.parent),
+                "owned": m.owned.iter().map(kind).collect::<Vec<_>>(),
+                "reads": m.reads.iter().map(kind).collect::<Vec<_>>(),
+                "fieldManager": m.field_manager,
+                "eventReporter": m.event_reporter,
+            })
+        })
+        .collect();
+    print_out(&format!("{}\n", serde_json::to_string_pretty(&described).context("printing the manifests")?))
+}
+
+/// Writes to stdout; a reader that went away (`| head`) is not an error.
+pub fn print_out(text: &str) -> Result<ExitCode> {
+    use std::io::Write;
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => Err(error).context("writing to stdout"),
+        _ => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// `precompile`: the module compiled ahead of time for this binary and CPU.
+pub fn precompile_command(flavor: &Flavor, args: &ModuleArgs, output: &std::path::Path) -> Result<ExitCode> {
+    let engine = engine()?;
+    let (source, bytes) = match args.modules.as_slice() {
+        [] => {
+            let builtin = flavor.builtin.context("no logic module: give one with --module PATH")?;
+            (ModuleSource::BuiltIn(builtin.name), builtin.bytes.to_vec())
+        }
+        [path] => (
+            ModuleSource::File(path.clone()),
+            std::fs::read(path).with_context(|| format!("reading {}", path.display()))?,
+        ),
+        more => bail!("precompile takes one --module, not {}", more.len()),
+    };
+    // Refuses what would not load: wrong contract, bad manifest.
+    LogicModule::from_bytes(&engine, source.clone(), &bytes, false)?;
+    let compiled = LogicModule::precompile(&engine, &source, &bytes)?;
+    std::fs::write(output, compiled).with_context(|| format!("writing {}", output.display()))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `run`: every module, one controller each, until SIGTERM or Ctrl-C.
+pub fn run_command(flavor: &Flavor, module_args: &ModuleArgs, args: RunArgs) -> Result<ExitCode> {
+    init_logging(args.log_format);
+    let engine = engine()?;
+    let modules = load_modules(&engine, flavor, module_args)?;
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
+    runtime.block_on(run_operator(flavor, modules, args))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match format {
+        LogFormat::Json => builder.json().flatten_event(true).with_current_span(false).init(),
+        LogFormat::Text => builder.init(),
+    }
+}
+
+async fn run_operator(flavor: &Flavor, modules: Vec<LogicModule>, args: RunArgs) -> Result<()> {
+    let metrics = Arc::new(Metrics::default());
+    let config =
+        kube::Config::infer().await.context("finding the cluster (in-cluster, KUBECONFIG or ~/.kube/config)")?;
+    let client = kube::client::ClientBuilder::try_from(config)
+        .context("building the API client")?
+        .with_layer(&CountRequestsLayer::new(metrics.clone()))
+        .build();
+    let leader_election = args.leader_elect.then(|| {
+        let namespace = args.leader_election_namespace.clone().unwrap_or_else(|| client.default_namespace().to_owned());
+        let lease = args.leader_election_id.clone().unwrap_or_else(|| flavor.binary.to_owned());
+        LeaderElectionOptions::new(namespace, lease, identity())
+    });
+    let options = Options {
+        namespace: args.namespace,
+        metrics_address: args.metrics_bind_address,
+        health_address: args.health_probe_bind_address,
+        leader_election,
+        concurrency: args.concurrency,
+        resync_period: args.resync_period,
+    };
+    let slots = modules.into_iter().map(ModuleSlot::new).collect();
+    operator::run(client, slots, metrics, options, shutdown_signal()).await.context("the operator stopped")
+}
+
+/// This replica's name in the Lease: the pod's name in a cluster, else
+/// host and process, so two local processes differ too.
+fn identity() -> String {
+    if let Ok(pod) = std::env::var("POD_NAME") {
+        return pod;
+    }
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .unwrap_or_else(|_| "localhost".to_owned());
+    format!("{host}_{}", std::process::id())
+}
+
+/// SIGTERM (kubelet) or SIGINT (a terminal).
+async fn shutdown_signal() {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(error) => {
+                tracing::warn!(error = %error, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    tokio::select! {
+        () = terminate => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+}

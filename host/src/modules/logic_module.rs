@@ -1,0 +1,458 @@
+//! A loaded logic module: its bytes verified against the contract, compiled
+//! once, pre-linked (`InstancePre`), its manifest read once; and its calls,
+//! each on a fresh instance in its own store, so a trap, a timeout or a
+//! memory blow-up poisons nothing that outlives the call.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+use wasmtime::component::{Component, InstancePre, Linker};
+use wasmtime::{Engine, Store, Trap};
+
+use super::contract::{self, ContractError};
+use super::engine::{CallState, DEADLINE, DEADLINE_TICKS, MEMORY_LIMIT_BYTES, ModuleEngine};
+use super::wasi;
+
+mod bindings {
+    wasmtime::component::bindgen!({
+        path: "../wit/controller",
+        world: "logic-module",
+    });
+}
+
+use bindings::exports::wasm_operator::controller::reconciler as wit;
+pub use wit::{KindInfo, ModuleManifest as Manifest, ObjectRef};
+
+/// Where a module came from, for every message about it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ModuleSource {
+    File(std::path::PathBuf),
+    /// Bytes a binary carries (`memcached-operator`'s built-in module).
+    BuiltIn(&'static str),
+}
+
+impl std::fmt::Display for ModuleSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ModuleSource::File(path) => write!(f, "{}", path.display()),
+            ModuleSource::BuiltIn(name) => write!(f, "the built-in {name} module"),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("reading the logic module {source_name}: {error}")]
+    Read { source_name: ModuleSource, error: std::io::Error },
+    #[error("{source_name} is not WebAssembly (it does not start with the \\0asm header)")]
+    NotWebAssembly { source_name: ModuleSource },
+    #[error(
+        "{source_name} is a core WebAssembly module, not a component: build it as a component exporting wasm-operator:controller/reconciler (cargo component, componentize-py, jco componentize, or wasm-tools component new)"
+    )]
+    CoreModule { source_name: ModuleSource },
+    #[error("compiling {source_name}: {error:#}")]
+    Compile { source_name: ModuleSource, error: wasmtime::Error },
+    #[error(
+        "{source_name} is a precompiled module (native code); load it only if you built it yourself, with --allow-precompiled"
+    )]
+    PrecompiledNotAllowed { source_name: ModuleSource },
+    #[error(
+        "{source_name} is a precompiled module this binary cannot run (another wasmtime version, engine settings or CPU); precompile it again with this binary: {error:#}"
+    )]
+    Incompatible { source_name: ModuleSource, error: wasmtime::Error },
+    #[error("{source_name} is not a logic module: {error}")]
+    Contract { source_name: ModuleSource, error: ContractError },
+    #[error("{source_name} does not match the wasm-operator:controller contract: {error:#}")]
+    Link { source_name: ModuleSource, error: wasmtime::Error },
+    #[error("{source_name}: reading its manifest failed: {error}")]
+    Manifest { source_name: ModuleSource, error: CallError },
+    #[error("{source_name}: its manifest is unusable: {problem}")]
+    BadManifest { source_name: ModuleSource, problem: String },
+}
+
+/// One problem the module found, at a field path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldError {
+    pub path: String,
+    pub message: String,
+}
+
+impl FieldError {
+    pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
+        Self { path: path.into(), message: message.into() }
+    }
+}
+
+impl std::fmt::Display for FieldError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.path.is_empty() { f.write_str(&self.message) } else { write!(f, "{}: {}", self.path, self.message) }
+    }
+}
+
+/// The module's own answer that it cannot do what was asked: the contract's
+/// `error` variant.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LogicError {
+    #[error("malformed input: {}", join(.0))]
+    Malformed(Vec<FieldError>),
+    #[error("invalid: {}", join(.0))]
+    Invalid(Vec<FieldError>),
+    #[error("unsupported: {0}")]
+    Unsupported(String),
+}
+
+impl LogicError {
+    /// Every field error it carries (none for `Unsupported`).
+    pub fn field_errors(&self) -> &[FieldError] {
+        match self {
+            LogicError::Malformed(errors) | LogicError::Invalid(errors) => errors,
+            LogicError::Unsupported(_) => &[],
+        }
+    }
+}
+
+fn join(errors: &[FieldError]) -> String {
+    errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+}
+
+pub fn field_errors(list: Vec<wit::FieldError>) -> Vec<FieldError> {
+    list.into_iter().map(|e| FieldError { path: e.path, message: e.message }).collect()
+}
+
+impl From<wit::Error> for LogicError {
+    fn from(error: wit::Error) -> Self {
+        match error {
+            wit::Error::Malformed(list) => LogicError::Malformed(field_errors(list)),
+            wit::Error::Invalid(list) => LogicError::Invalid(field_errors(list)),
+            wit::Error::Unsupported(message) => LogicError::Unsupported(message),
+        }
+    }
+}
+
+/// A failed call: the module's own answer, or the module itself failing.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    #[error(transparent)]
+    Logic(#[from] LogicError),
+    #[error("the logic module trapped: {0:#}")]
+    Trapped(wasmtime::Error),
+    #[error("the logic module ran past its {}-second deadline", DEADLINE.as_secs())]
+    DeadlineExceeded,
+    #[error("the logic module ran out of memory (limit {} MiB per call)", MEMORY_LIMIT_BYTES >> 20)]
+    OutOfMemory,
+    #[error("instantiating the logic module: {0:#}")]
+    Instantiate(wasmtime::Error),
+}
+
+impl CallError {
+    /// A short, stable name for what went wrong (event reasons, conditions).
+    pub fn reason(&self) -> &'static str {
+        match self {
+            CallError::Logic(_) => "ModuleRefused",
+            CallError::Trapped(_) => "ModuleTrapped",
+            CallError::DeadlineExceeded => "ModuleDeadlineExceeded",
+            CallError::OutOfMemory => "ModuleOutOfMemory",
+            CallError::Instantiate(_) => "ModuleInstantiationFailed",
+        }
+    }
+
+    /// A failure of the module itself, not an answer from it.
+    pub fn is_module_failure(&self) -> bool {
+        !matches!(self, CallError::Logic(_))
+    }
+}
+
+pub type CallResult<T> = Result<T, CallError>;
+
+/// A loaded logic module, ready to instantiate. Cheap to share behind an `Arc`.
+pub struct LogicModule {
+    engine: ModuleEngine,
+    source: ModuleSource,
+    /// `sha256:<hex>` of the bytes it was loaded from.
+    digest: String,
+    /// The contract export it was bound through, with its version.
+    contract: String,
+    instance_pre: InstancePre<CallState>,
+    reconciler_pre: bindings::LogicModulePre<CallState>,
+    manifest: Arc<Manifest>,
+}
+
+impl std::fmt::Debug for LogicModule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LogicModule").field("source", &self.source).field("digest", &self.digest).finish()
+    }
+}
+
+pub fn digest(bytes: &[u8]) -> String {
+    let hash = Sha256::digest(bytes);
+    let mut text = String::with_capacity(7 + 64);
+    text.push_str("sha256:");
+    for byte in hash {
+        text.push_str(&format!("{byte:02x}"));
+    }
+    text
+}
+
+/// `\0asm` then the binary format's version and layer: 1 for a core module,
+/// 0x0d for a component.
+enum Header {
+    Component,
+    Core,
+    Other,
+}
+
+fn header(bytes: &[u8]) -> Header {
+    match bytes {
+        [0, b'a', b's', b'm', _, _, 0, 0, ..] => Header::Core,
+        [0, b'a', b's', b'm', _, _, 1, 0, ..] => Header::Component,
+        _ => Header::Other,
+    }
+}
+
+impl LogicModule {
+    /// A component file, or with `allow_precompiled` also what
+    /// [`Self::precompile`] wrote: native code, loaded without compiling, so
+    /// only from a trusted source.
+    pub fn from_file(engine: &ModuleEngine, path: &Path, allow_precompiled: bool) -> Result<Self, LoadError> {
+        let source = ModuleSource::File(path.to_owned());
+        let bytes = std::fs::read(path).map_err(|error| LoadError::Read { source_name: source.clone(), error })?;
+        Self::from_bytes(engine, source, &bytes, allow_precompiled)
+    }
+
+    pub fn from_bytes(
+        engine: &ModuleEngine,
+        source: ModuleSource,
+        bytes: &[u8],
+        allow_precompiled: bool,
+    ) -> Result<Self, LoadError> {
+        let digest = digest(bytes);
+        let component = if Engine::detect_precompiled(bytes) == Some(wasmtime::Precompiled::Component) {
+            if !allow_precompiled {
+                return Err(LoadError::PrecompiledNotAllowed { source_name: source });
+            }
+            // SAFETY: wasmtime checks the artifact's version, settings and
+            // CPU features; the operator's administrator vouches for its
+            // origin (--allow-precompiled), as for the binary itself.
+            unsafe { Component::deserialize(engine.engine(), bytes) }
+                .map_err(|error| LoadError::Incompatible { source_name: source.clone(), error })?
+        } else {
+            match header(bytes) {
+                Header::Component => {}
+                Header::Core => return Err(LoadError::CoreModule { source_name: source }),
+                Header::Other => return Err(LoadError::NotWebAssembly { source_name: source }),
+            }
+            Component::new(engine.engine(), bytes)
+                .map_err(|error| LoadError::Compile { source_name: source.clone(), error })?
+        };
+        Self::from_component(engine, source, digest, &component)
+    }
+
+    fn from_component(
+        engine: &ModuleEngine,
+        source: ModuleSource,
+        digest: String,
+        component: &Component,
+    ) -> Result<Self, LoadError> {
+        let checked = contract::check(engine.engine(), component)
+            .map_err(|error| LoadError::Contract { source_name: source.clone(), error })?;
+        let mut linker: Linker<CallState> = Linker::new(engine.engine());
+        if checked.imports_wasi {
+            wasi::link(&mut linker).map_err(|error| LoadError::Link { source_name: source.clone(), error })?;
+        }
+        let instance_pre = linker
+            .instantiate_pre(component)
+            .map_err(|error| LoadError::Link { source_name: source.clone(), error })?;
+        let reconciler_pre = bindings::LogicModulePre::new(instance_pre.clone())
+            .map_err(|error| LoadError::Link { source_name: source.clone(), error })?;
+        let mut module = Self {
+            engine: engine.clone(),
+            source,
+            digest,
+            contract: checked.export,
+            instance_pre,
+            reconciler_pre,
+            manifest: Arc::new(empty_manifest()),
+        };
+        let manifest = module
+            .reconciler()
+            .and_then(|mut r| r.manifest())
+            .map_err(|error| LoadError::Manifest { source_name: module.source.clone(), error })?;
+        check_manifest(&manifest)
+            .map_err(|problem| LoadError::BadManifest { source_name: module.source.clone(), problem })?;
+        module.manifest = Arc::new(manifest);
+        Ok(module)
+    }
+
+    /// Compiles a component ahead of time for this engine's settings and
+    /// this CPU. An image that ships the result starts without compiling.
+    pub fn precompile(engine: &ModuleEngine, source: &ModuleSource, bytes: &[u8]) -> Result<Vec<u8>, LoadError> {
+        match header(bytes) {
+            Header::Component => {}
+            Header::Core => return Err(LoadError::CoreModule { source_name: source.clone() }),
+            Header::Other => return Err(LoadError::NotWebAssembly { source_name: source.clone() }),
+        }
+        engine
+            .engine()
+            .precompile_component(bytes)
+            .map_err(|error| LoadError::Compile { source_name: source.clone(), error })
+    }
+
+    pub fn source(&self) -> &ModuleSource {
+        &self.source
+    }
+
+    pub fn digest(&self) -> &str {
+        &self.digest
+    }
+
+    /// The contract interface it exports, with its version
+    /// (`wasm-operator:controller/reconciler@1.0.0`).
+    pub fn contract(&self) -> &str {
+        &self.contract
+    }
+
+    /// What the module said of itself when it was loaded.
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    pub fn name(&self) -> &str {
+        &self.manifest.name
+    }
+
+    pub fn engine(&self) -> &ModuleEngine {
+        &self.engine
+    }
+
+    /// The pre-linked component, for hosts binding more of its exports
+    /// (`memcached-operator`'s typed interface).
+    pub fn instance_pre(&self) -> &InstancePre<CallState> {
+        &self.instance_pre
+    }
+
+    /// A fresh instance of the reconciler, in its own store.
+    pub fn reconciler(&self) -> CallResult<Reconciler> {
+        let mut store = self.engine.store();
+        let bindings = self.reconciler_pre.instantiate(&mut store).map_err(|error| failure(&store, error))?;
+        Ok(Reconciler { store, bindings })
+    }
+}
+
+fn empty_kind() -> KindInfo {
+    KindInfo {
+        group: String::new(),
+        version: String::new(),
+        kind: String::new(),
+        plural: String::new(),
+        namespaced: true,
+    }
+}
+
+fn empty_manifest() -> Manifest {
+    Manifest {
+        name: String::new(),
+        version: String::new(),
+        parent: empty_kind(),
+        crd: String::new(),
+        owned: Vec::new(),
+        reads: Vec::new(),
+        field_manager: String::new(),
+        event_reporter: String::new(),
+    }
+}
+
+/// What the host relies on in a manifest.
+fn check_manifest(manifest: &Manifest) -> Result<(), String> {
+    if manifest.name.is_empty() {
+        return Err("name is empty".into());
+    }
+    let kinds = std::iter::once(("parent", &manifest.parent))
+        .chain(manifest.owned.iter().map(|k| ("owned", k)))
+        .chain(manifest.reads.iter().map(|k| ("reads", k)));
+    for (field, kind) in kinds {
+        if kind.version.is_empty() || kind.kind.is_empty() || kind.plural.is_empty() {
+            return Err(format!("{field}: a kind needs version, kind and plural (got {kind:?})"));
+        }
+    }
+    if manifest.owned.is_empty() {
+        return Err("owned names no kinds".into());
+    }
+    Ok(())
+}
+
+/// What a failed call into the store was: the deadline, the memory limit,
+/// or another trap. For hosts binding more of a module's exports.
+pub fn failure(store: &Store<CallState>, error: wasmtime::Error) -> CallError {
+    if error.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
+        CallError::DeadlineExceeded
+    } else if store.data().limits.refused_growth {
+        CallError::OutOfMemory
+    } else {
+        CallError::Trapped(error)
+    }
+}
+
+/// One instance of a module's reconciler. Every method is one call.
+pub struct Reconciler {
+    store: Store<CallState>,
+    bindings: bindings::LogicModule,
+}
+
+impl Reconciler {
+    /// The store, with a fresh deadline: the timeout is per call, even on an
+    /// instance that is reused for several.
+    fn call<T, E: Into<LogicError>>(
+        &mut self,
+        call: impl FnOnce(&wit::Guest, &mut Store<CallState>) -> wasmtime::Result<Result<T, E>>,
+    ) -> CallResult<T> {
+        self.store.set_epoch_deadline(DEADLINE_TICKS);
+        let guest = self.bindings.wasm_operator_controller_reconciler().clone();
+        match call(&guest, &mut self.store) {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(error)) => Err(CallError::Logic(error.into())),
+            Err(error) => Err(failure(&self.store, error)),
+        }
+    }
+
+    pub fn manifest(&mut self) -> CallResult<Manifest> {
+        self.call(|guest, store| guest.call_manifest(store).map(Ok::<_, wit::Error>))
+    }
+
+    pub fn references(&mut self, parent: &str) -> CallResult<Vec<ObjectRef>> {
+        self.call(|guest, store| guest.call_references(store, parent))
+    }
+
+    pub fn desired(&mut self, parent: &str, owned: &[String], related: &[String]) -> CallResult<Vec<String>> {
+        self.call(|guest, store| guest.call_desired(store, parent, owned, related))
+    }
+
+    pub fn status(
+        &mut self,
+        parent: &str,
+        owned: &[String],
+        related: &[String],
+        now: &str,
+        problem: Option<&str>,
+    ) -> CallResult<String> {
+        self.call(|guest, store| guest.call_status(store, parent, owned, related, now, problem))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_header_tells_components_from_core_modules() {
+        assert!(matches!(header(b"\0asm\x01\0\0\0"), Header::Core));
+        assert!(matches!(header(b"\0asm\x0d\0\x01\0"), Header::Component));
+        assert!(matches!(header(b"hello, world"), Header::Other));
+        assert!(matches!(header(b""), Header::Other));
+    }
+
+    #[test]
+    fn digests_are_sha256_of_the_bytes() {
+        assert_eq!(digest(b""), "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    }
+}

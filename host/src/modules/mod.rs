@@ -1,0 +1,24 @@
+//! Logic modules: loading a component, verifying it against the contract
+//! (`wit/controller`), and calling it, one fresh instance per call.
+//!
+//! - `engine`: the one wasmtime `Engine` every module of a process shares
+//!   (pooling allocator, epoch deadline, memory limit).
+//! - `contract`: what a component must export and may import, checked
+//!   before anything runs, with an error naming the file and what is wrong.
+//! - `logic_module`: a loaded module (digest, manifest, `InstancePre`) and
+//!   its calls.
+//! - `slot`: the module a controller runs now, swappable at run time.
+
+mod contract;
+mod engine;
+mod logic_module;
+mod slot;
+mod wasi;
+
+pub use contract::{CONTRACT, CONTRACT_MAJOR, CONTRACT_VERSION, ContractError};
+pub use engine::{CallState, DEADLINE, MEMORY_LIMIT_BYTES, ModuleEngine};
+pub use logic_module::{
+    CallError, CallResult, FieldError, KindInfo, LoadError, LogicError, LogicModule, Manifest, ModuleSource, ObjectRef,
+    Reconciler, digest, failure,
+};
+pub use slot::ModuleSlot;

@@ -1,0 +1,208 @@
+//! `make bench`: the desired state of a CR with every feature on (all six
+//! objects, with owner references and the Secret hash: the reconciler's
+//! `desired`, one call per reconcile), computed:
+//!
+//! - natively (the guest crate linked into the host),
+//! - in the component with one instance reused for every call,
+//! - in a fresh instance per call, from `InstancePre` and the pooling
+//!   allocator, as the operator runs it.
+//!
+//! All in one run, so the ratios hold even on a noisy, shared machine:
+//! each case runs in interleaved rounds and reports its median round.
+//! Prints a table; the last line is the wasm/native ratio. Then the memory
+//! each extra module costs a process: resident memory before and after
+//! loading the test modules (`make test` builds them) on the same engine.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use memcached_logic::exports;
+use memcached_operator::typed::MemcachedModule;
+use wasm_operator::modules::{LogicModule, ModuleEngine};
+
+const ROUNDS: usize = 21;
+const ROUND_TIME: Duration = Duration::from_millis(150);
+
+fn secrets() -> Vec<String> {
+    ["memcached-sasl", "memcached-tls"]
+        .iter()
+        .map(|name| {
+            serde_json::json!({"apiVersion": "v1", "kind": "Secret",
+                "metadata": {"name": name, "namespace": "production"},
+                "data": {"password-file": "dXNlcjpwYXNz", "tls.crt": "Y2VydA==", "tls.key": "a2V5", "ca.crt": "Y2E="}})
+            .to_string()
+        })
+        .collect()
+}
+
+fn everything_cr() -> String {
+    let yaml = include_str!("../../tests/fixtures/everything/memcached.yaml");
+    let mut value: serde_json::Value = serde_norway::from_str(yaml).expect("fixture parses");
+    // As the operator reads it from the API server: with a uid.
+    value["metadata"]["uid"] = "0b7c4f1e-5a2d-4e8b-9c3f-6d1a2b3c4d5e".into();
+    value.to_string()
+}
+
+/// Nanoseconds per call of `op`, one round: as many calls as fit ROUND_TIME.
+fn round(op: &mut dyn FnMut()) -> f64 {
+    let start = Instant::now();
+    let mut calls = 0u64;
+    while start.elapsed() < ROUND_TIME {
+        for _ in 0..16 {
+            op();
+        }
+        calls += 16;
+    }
+    start.elapsed().as_nanos() as f64 / calls as f64
+}
+
+fn median(mut samples: Vec<f64>) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    samples[samples.len() / 2]
+}
+
+/// One benchmarked operation.
+type Case<'a> = Box<dyn FnMut() + 'a>;
+
+fn main() {
+    let cr = everything_cr();
+    let engine = ModuleEngine::new().expect("wasmtime starts");
+    let rss_before = resident_kib();
+    let memcached = MemcachedModule::builtin(&engine).expect("the built-in component loads");
+    let rss_memcached = resident_kib();
+    let mut reused = memcached.instance().expect("instantiates");
+    let module = memcached.logic();
+    let mut reused_controller = module.reconciler().expect("instantiates");
+
+    // Same answer everywhere, or the numbers mean nothing.
+    assert_eq!(reused.render(&cr).expect("component render"), exports::render(&cr).expect("native render"));
+
+    // The operator's call: every owned kind's desired object, from no current
+    // objects, with the referenced Secrets; one call per reconcile.
+    let none: Vec<String> = Vec::new();
+    let secrets = secrets();
+    let native_desired = exports::desired(&cr, &none, &secrets).expect("native desired");
+    assert_eq!(native_desired.len(), 6);
+    assert_eq!(reused_controller.desired(&cr, &none, &secrets).expect("component desired"), native_desired);
+
+    let mut cases: Vec<(&str, Case<'_>)> = vec![
+        (
+            "native",
+            Box::new(|| {
+                black_box(exports::desired(black_box(&cr), &none, &secrets).expect("desired"));
+            }),
+        ),
+        (
+            "component, one instance reused",
+            Box::new(|| {
+                black_box(reused_controller.desired(black_box(&cr), &none, &secrets).expect("desired"));
+            }),
+        ),
+        (
+            "component, fresh instance per call",
+            Box::new(|| {
+                let mut instance = module.reconciler().expect("instantiates");
+                black_box(instance.desired(black_box(&cr), &none, &secrets).expect("desired"));
+            }),
+        ),
+        (
+            "fresh instance only (no call)",
+            Box::new(|| {
+                black_box(module.reconciler().expect("instantiates"));
+            }),
+        ),
+        (
+            "fresh instance + one trivial call (manifest)",
+            Box::new(|| {
+                let mut instance = module.reconciler().expect("instantiates");
+                black_box(instance.manifest().expect("a manifest"));
+            }),
+        ),
+        (
+            "render (strict, off-cluster), native",
+            Box::new(|| {
+                black_box(exports::render(black_box(&cr)).expect("renders"));
+            }),
+        ),
+    ];
+
+    for (_, op) in cases.iter_mut() {
+        round(op.as_mut()); // warm up caches, the pool and the allocator
+    }
+    let mut samples = vec![Vec::with_capacity(ROUNDS); cases.len()];
+    for _ in 0..ROUNDS {
+        for (i, (_, op)) in cases.iter_mut().enumerate() {
+            samples[i].push(round(op.as_mut()));
+        }
+    }
+    let medians: Vec<f64> = samples.into_iter().map(median).collect();
+    let native = medians[0];
+
+    println!();
+    println!("desired state of a CR with every feature on (desired: 6 objects), median of {ROUNDS} rounds");
+    println!("| case | µs per call | × native |");
+    println!("|---|---:|---:|");
+    for ((name, _), ns) in cases.iter().zip(&medians) {
+        println!("| {name} | {:.1} | {:.2} |", ns / 1000.0, ns / native);
+    }
+    println!();
+    println!("targets: component within 2x of native; fresh instance + desired state under 50 µs");
+    println!(
+        "wasm/native ratio: {:.2} (reused instance), {:.2} (fresh instance); fresh instance + desired state: {:.1} µs",
+        medians[1] / native,
+        medians[2] / native,
+        medians[2] / 1000.0
+    );
+
+    module_memory(&engine, rss_before, rss_memcached);
+}
+
+/// This process's resident memory, KiB (Linux).
+fn resident_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// What each module adds to a process that already runs one: resident
+/// memory after loading it (compiled code, `InstancePre`, manifest) and
+/// after its first call (a pool slot in use).
+fn module_memory(engine: &ModuleEngine, rss_before: u64, rss_memcached: u64) {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    println!();
+    println!(
+        "memory per module, on one engine (resident KiB added; compiled code comes from wasmtime's on-disk cache)"
+    );
+    println!("| module | file | after loading | after one call |");
+    println!("|---|---:|---:|---:|");
+    println!(
+        "| memcached (built in, the first) | {} KiB | {} | – |",
+        memcached_operator::BUILTIN_COMPONENT.len() / 1024,
+        rss_memcached.saturating_sub(rss_before)
+    );
+    let mut kept = Vec::new();
+    for (name, file) in [("greeting (Rust)", "target/greeting.wasm"), ("echo-py (Python)", "target/echo-py.wasm")] {
+        let path = root.join(file);
+        let Ok(size) = std::fs::metadata(&path).map(|m| m.len()) else {
+            println!("| {name} | missing: make {file} | – | – |");
+            continue;
+        };
+        let before = resident_kib();
+        let module = LogicModule::from_file(engine, &path, false).expect("the test module loads");
+        let loaded = resident_kib();
+        let mut reconciler = module.reconciler().expect("instantiates");
+        black_box(reconciler.manifest().expect("a manifest"));
+        drop(reconciler);
+        let called = resident_kib();
+        println!(
+            "| {name} | {} KiB | {} | {} |",
+            size / 1024,
+            loaded.saturating_sub(before),
+            called.saturating_sub(before)
+        );
+        kept.push(module);
+    }
+}

@@ -1,0 +1,104 @@
+//! `memcached-operator`: the generic host with the Memcached logic component
+//! built in. Every decision about desired state comes from the component;
+//! this binary does the I/O.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand, ValueEnum};
+use memcached_operator::typed::MemcachedModule;
+use memcached_operator::{FLAVOR, render};
+use wasm_operator::cli::{self, ModuleArgs, RunArgs};
+
+#[derive(Parser)]
+#[command(
+    name = "memcached-operator",
+    version,
+    about = "Kubernetes operator for Memcached, with its logic in a WebAssembly component"
+)]
+struct Cli {
+    #[command(flatten)]
+    modules: ModuleArgs,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print every object the operator would own for the CRs in a file.
+    Render {
+        /// YAML or JSON with one or more Memcached CRs; `-` reads stdin.
+        #[arg(short = 'f', long = "filename", value_name = "FILE")]
+        file: PathBuf,
+        #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Yaml)]
+        output: Format,
+    },
+    /// Print the Memcached CustomResourceDefinition (from the module).
+    Crd,
+    /// Run the operator against the cluster kubectl would use (in-cluster
+    /// config, else KUBECONFIG or ~/.kube/config).
+    Run(RunArgs),
+    /// Print what the module says of itself (kinds, names) and its digest.
+    Manifest,
+    /// Compile the logic module (--module, else the built-in one) ahead of
+    /// time for this binary and CPU; load the result with
+    /// `--module FILE --allow-precompiled` to start without compiling.
+    Precompile {
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: PathBuf,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Format {
+    Yaml,
+    Json,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    cli::exit(match cli.command {
+        Command::Render { file, output } => render_command(&cli.modules, &file, output),
+        Command::Crd => cli::crd_command(&FLAVOR, &cli.modules),
+        Command::Run(args) => cli::run_command(&FLAVOR, &cli.modules, args),
+        Command::Manifest => cli::manifest_command(&FLAVOR, &cli.modules),
+        Command::Precompile { output } => cli::precompile_command(&FLAVOR, &cli.modules, &output),
+    })
+}
+
+fn render_command(modules: &ModuleArgs, file: &Path, output: Format) -> Result<ExitCode> {
+    let engine = cli::engine()?;
+    let module = MemcachedModule::new(cli::load_one(&engine, &FLAVOR, modules)?)?;
+    let text = if file.as_os_str() == "-" {
+        let mut text = String::new();
+        std::io::stdin().read_to_string(&mut text).context("reading stdin")?;
+        text
+    } else {
+        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?
+    };
+    let source = file.display();
+    let documents = match render::parse_documents(&text) {
+        Ok(documents) => documents,
+        Err(err) => {
+            eprintln!("{source}: {err}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    let mut instance = module.instance().context("instantiating the logic module")?;
+    let objects = match render::render_all(&mut instance, &documents) {
+        Ok(objects) => objects,
+        Err(errors) => {
+            for err in errors {
+                eprintln!("{source}: {err}");
+            }
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    let printed = match output {
+        Format::Json => render::as_json_list(objects),
+        Format::Yaml => render::as_yaml(&mut instance, &objects).context("formatting YAML")?,
+    };
+    cli::print_out(&printed)
+}

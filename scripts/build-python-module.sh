@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Builds the Python logic module (tests/modules/echo-py) into a component at
+# target/echo-py.wasm with componentize-py, against wit/controller (world
+# `logic-module`). Installs what is missing first: a venv at
+# target/venv-componentize with the pinned tests/modules/echo-py/requirements.txt
+# (componentize-py and pytest), reinstalled when that file changes.
+#
+# Knobs (environment): PYTHON (default python3) makes the venv; WIT_DIR
+# (default wit/controller) is the contract; OUT (default target/echo-py.wasm);
+# STUB_WASI=1 replaces every WASI import by a trapping stub (componentize-py
+# -s), for a component that imports nothing (its PRNG seed is then fixed at
+# build time; the module uses no randomness, clock, file or stdout).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python=${PYTHON:-python3}
+venv=target/venv-componentize
+module=tests/modules/echo-py
+requirements=$module/requirements.txt
+stamp=$venv/.requirements-installed
+wit=${WIT_DIR:-wit/controller}
+out=${OUT:-target/echo-py.wasm}
+
+if [ ! -x "$venv/bin/python" ]; then
+    mkdir -p target
+    "$python" -m venv "$venv"
+fi
+if ! cmp -s "$requirements" "$stamp"; then
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$requirements"
+    cp "$requirements" "$stamp"
+fi
+
+mkdir -p "$(dirname "$out")"
+# componentize-py adds a venv's site-packages to the module's path: with no
+# VIRTUAL_ENV it asks whichever `python` is first on PATH, so name ours (its
+# packages are pinned; the module imports none of them).
+export VIRTUAL_ENV="$(pwd)/$venv"
+# Write next to the output and rename, so a failed build leaves no half file.
+stub=()
+if [ "${STUB_WASI:-0}" = 1 ]; then stub=(-s); fi
+"$venv/bin/componentize-py" -d "$wit" -w logic-module \
+    componentize app -p "$module" "${stub[@]}" -o "$out.tmp"
+mv "$out.tmp" "$out"
+echo "built $(pwd)/$out ($(wc -c < "$out") bytes)"
