@@ -7,15 +7,17 @@ logic component. Registered in a kopf operator it reads:
     def reconcile(body, logger, **kwargs): ...
 
 kopf calls it with keyword arguments (body, spec, meta, name, namespace,
-logger, patch, ...); it answers what to apply (server-side apply, so it needs
-no current objects) and which optional kinds to delete.
+logger, patch, ...); the operator adds `owned`, the objects of the owned
+kinds this CR controls now (listed by its controller owner reference), and
+`secrets`, the referenced Secrets that exist. It answers what to apply, in
+order, and which current objects to delete: those the answer leaves out.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from memcached_logic import Logic, LogicError
 
@@ -38,22 +40,29 @@ def logic() -> Logic:
     return _LOGIC
 
 
-def reconcile(body: Mapping[str, Any], logger: logging.Logger | None = None, secrets=(), **_: Any) -> dict:
-    """One reconcile: {"apply": [objects in reconcile order], "delete":
-    [kinds whose object must not exist]}. An invalid CR raises
+def reconcile(
+    body: Mapping[str, Any],
+    logger: logging.Logger | None = None,
+    owned: Sequence[Mapping[str, Any]] = (),
+    secrets: Sequence[Mapping[str, Any]] = (),
+    **_: Any,
+) -> dict:
+    """One reconcile: {"apply": [desired objects, in apply order], "delete":
+    [current objects the answer leaves out]}. An invalid CR raises
     PermanentError naming each field path, and deletes nothing."""
     logger = logger or logging.getLogger(__name__)
     instance = logic().instance()  # fresh per reconcile, like the Rust host
-    owned = [k.kind for k in instance.manifest().owned]
+    owned = [dict(o) for o in owned]
     try:
-        desired = instance.desired_all(dict(body), [None] * len(owned), list(secrets))
+        desired = [json.loads(text) for text in instance.desired(dict(body), owned, [dict(s) for s in secrets])]
     except LogicError as err:
         raise PermanentError(f"{body.get('metadata', {}).get('name', '?')}: {err}") from err
-    plan = {"apply": [], "delete": []}
-    for kind, text in zip(owned, desired):
-        if text is None:
-            plan["delete"].append(kind)
-        else:
-            plan["apply"].append(json.loads(text))
-    logger.info("apply %s; delete %s", [o["kind"] for o in plan["apply"]], plan["delete"])
+    wanted = {identity(o) for o in desired}
+    plan = {"apply": desired, "delete": [o for o in owned if identity(o) not in wanted]}
+    logger.info("apply %s; delete %s", [identity(o) for o in plan["apply"]], [identity(o) for o in plan["delete"]])
     return plan
+
+
+def identity(obj: Mapping[str, Any]) -> tuple[str, str]:
+    """What identifies an owned object in its parent's namespace: kind and name."""
+    return obj.get("kind", ""), (obj.get("metadata") or {}).get("name", "")

@@ -18,8 +18,9 @@ from wasmtime import Config, Engine, Store
 from wasmtime.component import Component, Linker, Variant
 
 DEFAULT_COMPONENT = Path(__file__).resolve().parents[2] / "target" / "memcached.wasm"
-MEMCACHED = "c5c3:memcached/memcached@0.1.0"
-CONTROLLER = "c5c3:memcached/controller@0.1.0"
+# The typed interface, and the generic contract a `wasm-operator` host drives.
+MEMCACHED = "c5c3:memcached/memcached@0.2.0"
+RECONCILER = "wasm-operator:controller/reconciler@1.0.0"
 ERROR_TAGS = ("malformed", "invalid", "unsupported")
 
 
@@ -40,6 +41,46 @@ class LogicError(Exception):
         self.tag = tag
         self.field_errors = field_errors
         super().__init__(f"{tag}: " + ("; ".join(map(str, field_errors)) or detail))
+
+
+@dataclass(frozen=True)
+class KindInfo:
+    """An API kind, with what a host needs to reach it without discovery."""
+
+    group: str
+    version: str
+    kind: str
+    plural: str
+    namespaced: bool
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """The reconciler's `module-manifest`."""
+
+    name: str
+    version: str
+    parent: KindInfo
+    crd: str
+    owned: list[KindInfo]
+    reads: list[KindInfo]
+    field_manager: str
+    event_reporter: str
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    """A related object a parent references; `namespace` None: the parent's."""
+
+    group: str
+    version: str
+    kind: str
+    namespace: Optional[str]
+    name: str
 
 
 class Logic:
@@ -101,19 +142,37 @@ class Instance:
         names = ("service-monitor-enabled", "network-policy-enabled", "pdb-enabled", "hpa-enabled")
         return {name: self.call(MEMCACHED, name, text) for name in names}
 
-    # The generic `controller` interface.
-    def manifest(self) -> Any:
-        return self.call(CONTROLLER, "manifest")
+    # The generic `reconciler` contract (wit/controller).
+    def manifest(self) -> Manifest:
+        m = self.call(RECONCILER, "manifest")
+        return Manifest(
+            name=m.name,
+            version=m.version,
+            parent=_kind_info(m.parent),
+            crd=m.crd,
+            owned=[_kind_info(k) for k in m.owned],
+            reads=[_kind_info(k) for k in m.reads],
+            field_manager=getattr(m, "field-manager"),
+            event_reporter=getattr(m, "event-reporter"),
+        )
 
-    def desired_all(
-        self, parent: Any, current: Sequence[Optional[Any]], related: Sequence[Any] = ()
-    ) -> list[Optional[str]]:
+    def references(self, parent: Any) -> list[ObjectRef]:
+        return [
+            ObjectRef(r.group, r.version, r.kind, r.namespace, r.name)
+            for r in self.call(RECONCILER, "references", _text(parent))
+        ]
+
+    def desired(self, parent: Any, owned: Sequence[Any] = (), related: Sequence[Any] = ()) -> list[str]:
+        """Every object `parent` should own, in apply order; `owned` are the
+        objects it controls now (any that is left out of the answer is one to
+        delete), `related` the referenced objects that exist."""
+        return self.call(RECONCILER, "desired", _text(parent), [_text(o) for o in owned], [_text(r) for r in related])
+
+    def status(
+        self, parent: Any, owned: Sequence[Any], related: Sequence[Any], now: str, problem: Optional[str] = None
+    ) -> str:
         return self.call(
-            CONTROLLER,
-            "desired-all",
-            _text(parent),
-            [None if c is None else _text(c) for c in current],
-            [_text(r) for r in related],
+            RECONCILER, "status", _text(parent), [_text(o) for o in owned], [_text(r) for r in related], now, problem
         )
 
 
@@ -122,6 +181,10 @@ def as_json_list(objects: list[Any]) -> str:
     in serde_json's pretty format (two spaces, UTF-8 kept as is)."""
     listing = {"apiVersion": "v1", "items": objects, "kind": "List"}
     return json.dumps(listing, indent=2, ensure_ascii=False) + "\n"
+
+
+def _kind_info(k: Any) -> KindInfo:
+    return KindInfo(k.group, k.version, k.kind, k.plural, k.namespaced)
 
 
 def _text(value: Any) -> str:

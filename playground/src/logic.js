@@ -115,11 +115,15 @@ export function splitPath(path) {
   return segments;
 }
 
-/// Renders a CR (JSON text) with one component instance's exports.
-/// Answers { objects, skipped, download } or { problems } (field errors from
-/// the WIT `error` variant, each with its path).
+/// Renders a CR (JSON text) with one component instance's exports: the
+/// typed `memcached` interface renders (exactly what `memcached-operator
+/// render` prints), the `reconciler` contract's manifest names the owned
+/// kinds. Answers { owned, objects, skipped, download } or { problems }
+/// (field errors from the WIT `error` variant, each with its path). Each
+/// object has a `key`: its kind, or kind/name when its kind appears more
+/// than once (a Memcached CR owns at most one object of each kind).
 export function renderCr(api, json) {
-  const { memcached, controller } = api;
+  const { memcached, reconciler } = api;
   let raw;
   try {
     raw = memcached.render(json);
@@ -130,7 +134,11 @@ export function renderCr(api, json) {
     const object = JSON.parse(text);
     return { kind: object.kind, name: object.metadata?.name, json: text, yaml: memcached.toYaml(text) };
   });
-  const owned = controller.manifest().owned.map((k) => k.kind);
+  for (const object of objects) {
+    const alone = objects.filter((o) => o.kind === object.kind).length === 1;
+    object.key = alone ? object.kind : `${object.kind}/${object.name}`;
+  }
+  const owned = reconciler.manifest().owned.map((k) => k.kind);
   const skipped = [];
   for (const kind of owned) {
     if (objects.some((o) => o.kind === kind)) continue;
@@ -142,6 +150,23 @@ export function renderCr(api, json) {
   // component's to-yaml over the array of every object, in reconcile order.
   const download = memcached.toYaml(`[${raw.join(',')}]`);
   return { owned, objects, skipped, download };
+}
+
+/// The tabs, in the manifest's (reconcile) order: per owned kind, one per
+/// object rendered now and one per object of the baseline (a Map key ->
+/// { kind, yaml }) that is not (an update would delete it); a kind with
+/// neither gets one tab, keyed by the kind, to say why it is skipped.
+/// Each tab is { key, kind, object } (object: undefined when not rendered).
+export function tabsOf(owned, objects, baseline = new Map()) {
+  const kinds = [...new Set([...owned, ...objects.map((o) => o.kind), ...[...baseline.values()].map((b) => b.kind)])];
+  const tabs = [];
+  for (const kind of kinds) {
+    const keys = objects.filter((o) => o.kind === kind).map((o) => o.key);
+    for (const [key, before] of baseline) if (before.kind === kind && !keys.includes(key)) keys.push(key);
+    if (keys.length === 0) keys.push(kind);
+    for (const key of keys) tabs.push({ key, kind, object: objects.find((o) => o.key === key) });
+  }
+  return tabs;
 }
 
 /// The WIT `error` variant (jco throws it as a ComponentError whose payload

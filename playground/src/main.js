@@ -2,7 +2,7 @@
 // objects the operator's component renders for it, computed in the page.
 import { instantiate } from '../.gen/component/memcached.js';
 import samples from '../.gen/samples.js';
-import { GUARDS, diffLines, parseCr, renderCr } from './logic.js';
+import { GUARDS, diffLines, parseCr, renderCr, tabsOf } from './logic.js';
 
 const $ = (id) => document.getElementById(id);
 const editor = $('cr');
@@ -17,8 +17,8 @@ const state = {
   api: null,
   owned: [],
   result: null, // the last render without problems
-  baseline: new Map(), // kind -> YAML, what "Changes" compares against
-  active: null,
+  baseline: new Map(), // tab key -> { kind, yaml }, what "Changes" compares against
+  active: null, // the shown tab's key: its kind, or kind/name for a kind shown more than once
   view: 'yaml',
   renders: 0,
 };
@@ -36,7 +36,7 @@ async function start() {
   try {
     state.core = await WebAssembly.compileStreaming(fetch(new URL('memcached.core.wasm', document.baseURI)));
     state.api = await instantiate(() => state.core, {});
-    state.owned = state.api.controller.manifest().owned.map((k) => k.kind);
+    state.owned = state.api.reconciler.manifest().owned.map((k) => k.kind);
   } catch (err) {
     document.body.dataset.state = 'error';
     status.textContent = `Could not load the component: ${err.message ?? err}`;
@@ -122,7 +122,7 @@ async function reinstantiate() {
 }
 
 function rebase() {
-  state.baseline = new Map((state.result?.objects ?? []).map((o) => [o.kind, o.yaml]));
+  state.baseline = new Map((state.result?.objects ?? []).map((o) => [o.key, { kind: o.kind, yaml: o.yaml }]));
 }
 
 function drawProblems(problems) {
@@ -174,37 +174,44 @@ function selectLine(line) {
   editor.scrollTop = Math.max(0, (line - 4) * lineHeight);
 }
 
-/// One tab per owned kind, in the manifest's (reconcile) order.
+/// One tab per owned object (a kind with none: one tab saying why), in the
+/// manifest's (reconcile) order.
 function draw() {
   const result = state.result;
   const stale = state.problems?.length > 0;
+  const tabsShown = tabsOf(state.owned, result?.objects ?? [], state.baseline);
+  // A tab that is gone (its kind now shown per name, or back to one):
+  // show one of the same kind.
+  const activeKind = state.active?.split('/')[0];
+  state.active = (tabsShown.find((t) => t.key === state.active) ?? tabsShown.find((t) => t.kind === activeKind) ?? tabsShown[0])?.key;
   tabs.replaceChildren();
   panels.replaceChildren();
-  for (const kind of state.owned) {
-    const object = result?.objects.find((o) => o.kind === kind);
-    const change = changeOf(state.baseline.get(kind), object?.yaml);
+  for (const { key, kind, object } of tabsShown) {
+    const change = changeOf(state.baseline.get(key)?.yaml, object?.yaml);
     const tab = document.createElement('button');
     tab.type = 'button';
     tab.setAttribute('role', 'tab');
     tab.className = `tab ${object ? 'rendered' : 'skipped'}`;
     tab.dataset.kind = kind;
-    tab.setAttribute('aria-selected', String(kind === state.active));
-    tab.textContent = kind;
+    tab.dataset.key = key;
+    tab.setAttribute('aria-selected', String(key === state.active));
+    tab.textContent = key;
     if (change.badge) {
       const badge = document.createElement('span');
       badge.className = `badge ${change.badge}`;
       badge.textContent = change.badge;
       tab.append(' ', badge);
     }
-    tab.addEventListener('click', () => { state.active = kind; draw(); });
+    tab.addEventListener('click', () => { state.active = key; draw(); });
     tabs.append(tab);
 
     const panel = document.createElement('section');
     panel.className = 'panel';
     panel.dataset.kind = kind;
+    panel.dataset.key = key;
     panel.dataset.status = object ? 'rendered' : 'skipped';
     panel.dataset.change = change.badge || 'none';
-    panel.hidden = kind !== state.active;
+    panel.hidden = key !== state.active;
     if (stale) {
       panel.dataset.stale = 'true';
       const note = document.createElement('p');
@@ -213,7 +220,7 @@ function draw() {
       panel.append(note);
     }
     panel.append(panelHeader(kind, object));
-    if (state.view === 'diff') panel.append(diffView(kind, object, change));
+    if (state.view === 'diff') panel.append(diffView(key, object, change));
     else if (object) panel.append(pre('yaml', object.yaml));
     else panel.append(skippedView(kind));
     panels.append(panel);
@@ -270,13 +277,13 @@ function changeOf(before, after) {
   return { badge: 'changed', diff: diffLines(before, after) };
 }
 
-function diffView(kind, object, change) {
+function diffView(key, object, change) {
   const box = document.createElement('div');
   box.className = 'diff';
   const summary = document.createElement('p');
   summary.className = 'diff-summary';
   box.append(summary);
-  const before = state.baseline.get(kind);
+  const before = state.baseline.get(key)?.yaml;
   if (!change.badge) {
     summary.textContent = object
       ? 'No change against the baseline: an update would write nothing.'

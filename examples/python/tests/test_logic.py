@@ -55,35 +55,69 @@ def test_bad_input_is_a_logic_error_never_a_crash(logic):
         instance.render({**cr("minimal"), "kind": "Redis"})
     assert err.value.tag == "malformed" and err.value.field_errors[0].path == "kind"
     with pytest.raises(LogicError) as err:
-        instance.call("c5c3:memcached/controller@0.1.0", "desired", "ConfigMap", json.dumps(cr("minimal")), None, [])
-    assert err.value.tag == "unsupported"
+        instance.desired(cr("minimal"), ['{"kind": "Deployment"'])
+    assert err.value.tag == "malformed" and "owned object" in str(err.value)
     # The same instance still answers after errors.
     assert len(instance.render(cr("minimal"))) == 2
 
 
-def test_desired_all_follows_the_manifest_order(logic):
+def test_manifest_names_the_parent_and_every_kind(logic):
+    manifest = logic.instance().manifest()
+    assert (manifest.name, manifest.parent.kind, manifest.parent.api_version) == (
+        "memcached", "Memcached", "memcached.c5c3.io/v1alpha1")
+    assert [k.kind for k in manifest.owned] == [
+        "Deployment", "Service", "PodDisruptionBudget", "HorizontalPodAutoscaler", "ServiceMonitor", "NetworkPolicy"]
+    assert [k.kind for k in manifest.reads] == ["Secret"]
+    assert manifest.field_manager == manifest.event_reporter == "memcached-operator"
+    assert "kind: CustomResourceDefinition" in manifest.crd
+
+
+def test_desired_answers_the_rendered_objects_in_manifest_order(logic):
     instance = logic.instance()
     owned = [k.kind for k in instance.manifest().owned]
-    desired = instance.desired_all(cr("monitoring-full"), [None] * len(owned))
-    rendered = [json.loads(o)["kind"] for o in instance.render(cr("monitoring-full"))]
-    assert [k for k, d in zip(owned, desired) if d is not None] == rendered
-    assert [json.loads(d)["kind"] for d in desired if d is not None] == rendered
-    assert "ServiceMonitor" in rendered and "HorizontalPodAutoscaler" not in rendered
+    desired = [json.loads(d) for d in instance.desired(cr("monitoring-full"))]
+    rendered = [json.loads(o) for o in instance.render(cr("monitoring-full"))]
+    assert desired == rendered
+    kinds = [o["kind"] for o in desired]
+    assert kinds == [k for k in owned if k in kinds]
+    assert "ServiceMonitor" in kinds and "HorizontalPodAutoscaler" not in kinds
+
+
+def test_references_name_the_secrets_a_cr_needs(logic):
+    refs = logic.instance().references(cr("sasl"))
+    assert [(r.group, r.version, r.kind, r.namespace, r.name) for r in refs] == [("", "v1", "Secret", None, "memcached-sasl")]
+    assert logic.instance().references(cr("minimal")) == []
 
 
 def test_kopf_style_handler_plans_applies_and_deletes(logic):
     body = cr("high-availability")
     plan = reconcile(body=body, spec=body["spec"], meta=body["metadata"], name="x", namespace="default", patch={})
     assert [o["kind"] for o in plan["apply"]] == ["Deployment", "Service", "PodDisruptionBudget"]
-    assert plan["delete"] == ["HorizontalPodAutoscaler", "ServiceMonitor", "NetworkPolicy"]
+    assert plan["delete"] == []
     assert all(o["metadata"]["ownerReferences"][0]["controller"] for o in plan["apply"])
+
+    # Applied, the same CR answers the same objects and deletes nothing.
+    body = cr("everything")
+    current = reconcile(body=body)["apply"]
+    assert len(current) == 6
+    steady = reconcile(body=body, owned=current)
+    assert steady == {"apply": current, "delete": []}
+
+    # Turning monitoring and the NetworkPolicy off deletes exactly their objects.
+    body["spec"]["monitoring"]["enabled"] = False
+    body["spec"]["security"]["networkPolicy"]["enabled"] = False
+    off = reconcile(body=body, owned=current)
+    assert [o["kind"] for o in off["apply"]] == ["Deployment", "Service", "PodDisruptionBudget", "HorizontalPodAutoscaler"]
+    assert off["delete"] == [current[4], current[5]]
+    assert [o["kind"] for o in off["delete"]] == ["ServiceMonitor", "NetworkPolicy"]
 
 
 def test_kopf_style_handler_rejects_an_invalid_cr_permanently():
     body = cr("minimal")
+    current = reconcile(body=body)["apply"]
     body["spec"] = {"replicas": -1, "memcached": {"maxMemoryMB": 1}}
     with pytest.raises(PermanentError, match=r"spec\.replicas.*spec\.memcached\.maxMemoryMB"):
-        reconcile(body=body)
+        reconcile(body=body, owned=current)  # raises: no plan, so no deletes
 
 
 def test_render_command_matches_the_cli_and_fails_on_bad_yaml():
