@@ -10,11 +10,13 @@ OPERATOR := target/release/memcached-operator
 CRD := deploy/crd/memcached.c5c3.io_memcacheds.yaml
 GUEST_SOURCES := $(shell find guest/src wit -type f) guest/Cargo.toml Cargo.lock $(CRD)
 HOST_SOURCES := $(shell find host/src -type f) host/Cargo.toml
-# A second, tiny logic module (another CRD) the host tests load, and its
-# deliberately broken variants (cargo features) the host must refuse.
+# A second, tiny logic module (another CRD) the host tests load, its
+# deliberately broken variants (cargo features) the host must refuse, and the
+# versions the hot-swap tests swap between.
 TEST_MODULE := target/greeting.wasm
 TEST_MODULE_SOURCES := $(shell find tests/modules/greeting/src wit/controller -type f) tests/modules/greeting/Cargo.toml tests/modules/greeting/crd.yaml
-TEST_MODULE_VARIANTS := target/greeting-contract-v2.wasm target/greeting-missing-functions.wasm target/greeting-wrong-world.wasm
+TEST_MODULE_VARIANTS := target/greeting-contract-v2.wasm target/greeting-missing-functions.wasm target/greeting-wrong-world.wasm \
+	target/greeting-v2.wasm target/greeting-v1-rebuilt.wasm target/greeting-fail-on-later.wasm target/greeting-trap-always.wasm
 # A logic module written in Python (componentize-py): an Echo CRD.
 PY_MODULE := target/echo-py.wasm
 PY_MODULE_SOURCES := $(wildcard tests/modules/echo-py/*.py) tests/modules/echo-py/crd.yaml tests/modules/echo-py/requirements.txt

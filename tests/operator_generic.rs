@@ -244,7 +244,7 @@ async fn a_module_that_traps_loops_or_exhausts_memory_fails_only_its_own_parents
     // Fixed: reconciled again, and the module's own status replaces Stalled.
     greetings.set_spec("hello", json!({"message": "recovered"})).await;
     greetings.wait_configmap("hello", |d| d["message"] == "recovered").await;
-    let status = greetings.wait_status("hello", |s| s["phase"] == "Published in ConfigMap hello").await;
+    let status = greetings.wait_phase("hello", "Published in ConfigMap hello").await;
     assert!(stalled(&status).is_none(), "{status}");
     operator.stop().await.expect("a clean stop");
 }

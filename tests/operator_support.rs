@@ -76,6 +76,7 @@ pub fn options(namespace: &str) -> Options {
         leader_election: None,
         concurrency: 2,
         resync_period: Duration::from_secs(3600),
+        swap_policy: Default::default(),
     }
 }
 
@@ -98,12 +99,16 @@ impl Running {
     }
 
     pub fn start_with_client(client: Client, modules: Vec<LogicModule>, options: Options) -> Self {
+        Self::start_slots(client, modules.into_iter().map(ModuleSlot::new).collect(), options)
+    }
+
+    /// Modules in slots as the binary makes them (a watched file, say).
+    pub fn start_slots(client: Client, slots: Vec<ModuleSlot>, options: Options) -> Self {
         let metrics = Arc::new(Metrics::default());
         let (stop, stopped) = oneshot::channel::<()>();
         let shutdown = async move {
             let _ = stopped.await;
         };
-        let slots = modules.into_iter().map(ModuleSlot::new).collect();
         let task = tokio::spawn(operator::run(client, slots, metrics.clone(), options, shutdown));
         Self { metrics, stop: Some(stop), task: Some(task) }
     }

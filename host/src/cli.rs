@@ -13,6 +13,7 @@ use clap::{ArgAction, Args, ValueEnum};
 
 use crate::modules::{LogicModule, ModuleEngine, ModuleSlot, ModuleSource};
 use crate::operator::api_requests::CountRequestsLayer;
+use crate::operator::hot_swap::SwapPolicy;
 use crate::operator::leader::LeaderElectionOptions;
 use crate::operator::metrics::Metrics;
 use crate::operator::{self, Options};
@@ -71,6 +72,24 @@ pub struct RunArgs {
     pub resync_period: Duration,
     #[arg(long, value_enum, default_value_t = LogFormat::Json)]
     pub log_format: LogFormat,
+    /// Watch each --module file and swap in a new version when it is replaced.
+    #[arg(long, default_value_t = true, action = ArgAction::Set)]
+    pub watch_modules: bool,
+    /// How often watched module files are looked at.
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub module_poll_interval: Duration,
+    /// Parents the active version reconciles that a new version may fail in its dry run and still be swapped in.
+    #[arg(long, default_value_t = 0)]
+    pub swap_dry_run_failures_allowed: usize,
+    /// Parents a new version may fail on within the watch window before it is rolled back.
+    #[arg(long, default_value_t = 0)]
+    pub swap_rollback_failures_allowed: usize,
+    /// How long after a swap failures roll it back.
+    #[arg(long, default_value = "2m", value_parser = parse_duration)]
+    pub swap_watch_window: Duration,
+    /// Parents reconciled per second after a swap.
+    #[arg(long, default_value_t = 50)]
+    pub swap_rollout_per_second: u32,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -201,7 +220,7 @@ pub fn run_command(flavor: &Flavor, module_args: &ModuleArgs, args: RunArgs) -> 
     let modules = load_modules(&engine, flavor, module_args)?;
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
-    runtime.block_on(run_operator(flavor, modules, args))?;
+    runtime.block_on(run_operator(flavor, modules, args, module_args.allow_precompiled))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -215,7 +234,12 @@ fn init_logging(format: LogFormat) {
     }
 }
 
-async fn run_operator(flavor: &Flavor, modules: Vec<LogicModule>, args: RunArgs) -> Result<()> {
+async fn run_operator(
+    flavor: &Flavor,
+    modules: Vec<LogicModule>,
+    args: RunArgs,
+    allow_precompiled: bool,
+) -> Result<()> {
     let metrics = Arc::new(Metrics::default());
     let config =
         kube::Config::infer().await.context("finding the cluster (in-cluster, KUBECONFIG or ~/.kube/config)")?;
@@ -235,8 +259,24 @@ async fn run_operator(flavor: &Flavor, modules: Vec<LogicModule>, args: RunArgs)
         leader_election,
         concurrency: args.concurrency,
         resync_period: args.resync_period,
+        swap_policy: SwapPolicy {
+            dry_run_failures_allowed: args.swap_dry_run_failures_allowed,
+            rollback_failures_allowed: args.swap_rollback_failures_allowed,
+            watch_window: args.swap_watch_window,
+            rollout_per_second: args.swap_rollout_per_second,
+            poll_interval: args.module_poll_interval,
+        },
     };
-    let slots = modules.into_iter().map(ModuleSlot::new).collect();
+    let slots = modules
+        .into_iter()
+        .map(|module| match module.source() {
+            ModuleSource::File(path) if args.watch_modules => {
+                let path = path.clone();
+                ModuleSlot::watching(module, path, allow_precompiled)
+            }
+            _ => ModuleSlot::new(module),
+        })
+        .collect();
     operator::run(client, slots, metrics, options, shutdown_signal()).await.context("the operator stopped")
 }
 

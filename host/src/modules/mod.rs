@@ -8,11 +8,13 @@
 //! - `logic_module`: a loaded module (digest, manifest, `InstancePre`) and
 //!   its calls.
 //! - `slot`: the module a controller runs now, swappable at run time.
+//! - `source`: a module file, watched for a new version.
 
 mod contract;
 mod engine;
 mod logic_module;
 mod slot;
+mod source;
 mod wasi;
 
 pub use contract::{CONTRACT, CONTRACT_MAJOR, CONTRACT_VERSION, ContractError};
@@ -22,3 +24,4 @@ pub use logic_module::{
     Reconciler, digest, failure,
 };
 pub use slot::ModuleSlot;
+pub use source::{FileStamp, WatchedFile};

@@ -148,7 +148,7 @@ fn ask_again(
     };
     let mut owned: Vec<String> = parent.owned.iter().filter(|text| !same(text)).cloned().collect();
     owned.extend(current.map(|c| kind.to_json(c)));
-    let answer = match ctx.call("desired", |m| m.desired(parent.json, &owned, parent.related)) {
+    let answer = match ctx.call(parent.module, "desired", |m| m.desired(parent.json, &owned, parent.related)) {
         Ok(answer) => answer,
         // The module refuses the object as it is now (e.g. it has another
         // controller): say which object.

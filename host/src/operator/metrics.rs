@@ -51,6 +51,18 @@ pub struct ModuleLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SwapLabels {
+    pub module: String,
+    /// succeeded, refused, rolled_back
+    pub result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct NameLabels {
+    pub module: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RequestLabels {
     pub verb: &'static str,
 }
@@ -66,6 +78,8 @@ pub struct Metrics {
     pub module_call_duration: HistogramFamily<FunctionLabels>,
     pub module_failures: Family<FailureLabels, Counter>,
     pub module_info: Family<ModuleLabels, Gauge>,
+    pub module_swaps: Family<SwapLabels, Counter>,
+    pub module_swap_duration: HistogramFamily<NameLabels>,
     pub api_requests: Family<RequestLabels, Counter>,
     pub leader: Gauge,
 }
@@ -73,6 +87,11 @@ pub struct Metrics {
 fn reconcile_histogram() -> Histogram {
     // 1 ms .. ~16 s
     Histogram::new(exponential_buckets(0.001, 2.0, 15))
+}
+
+fn swap_histogram() -> Histogram {
+    // 10 ms .. ~160 s
+    Histogram::new(exponential_buckets(0.01, 2.0, 15))
 }
 
 fn module_histogram() -> Histogram {
@@ -125,6 +144,18 @@ impl Default for Metrics {
             "1 for each logic module this process runs: its name, version and digest (sha256 of the file)",
             module_info.clone(),
         );
+        let module_swaps = Family::<SwapLabels, Counter>::default();
+        registry.register(
+            "module_swaps",
+            "Module versions offered at run time, by module and result (succeeded, refused, rolled_back)",
+            module_swaps.clone(),
+        );
+        let module_swap_duration: HistogramFamily<NameLabels> = Family::new_with_constructor(swap_histogram);
+        registry.register(
+            "module_swap_duration_seconds",
+            "From a new module version noticed to it serving reconciles (load, checks, dry run, swap), by module",
+            module_swap_duration.clone(),
+        );
         let api_requests = Family::<RequestLabels, Counter>::default();
         registry.register(
             "api_requests",
@@ -142,6 +173,8 @@ impl Default for Metrics {
             module_call_duration,
             module_failures,
             module_info,
+            module_swaps,
+            module_swap_duration,
             api_requests,
             leader,
         }
@@ -179,6 +212,23 @@ impl ModuleMetrics {
         let labels =
             ModuleLabels { module: self.module.clone(), version: version.to_owned(), digest: digest.to_owned() };
         self.metrics.module_info.get_or_create(&labels).set(1);
+    }
+
+    /// The module version no longer served.
+    pub fn unloaded(&self, version: &str, digest: &str) {
+        let labels =
+            ModuleLabels { module: self.module.clone(), version: version.to_owned(), digest: digest.to_owned() };
+        self.metrics.module_info.remove(&labels);
+    }
+
+    /// A version offered at run time, and what became of it; `took` for a
+    /// successful swap.
+    pub fn swap(&self, result: &'static str, took: Option<Duration>) {
+        self.metrics.module_swaps.get_or_create(&SwapLabels { module: self.module.clone(), result }).inc();
+        if let Some(took) = took {
+            let labels = NameLabels { module: self.module.clone() };
+            self.metrics.module_swap_duration.get_or_create(&labels).observe(took.as_secs_f64());
+        }
     }
 
     pub fn reconciled(&self, result: &'static str, took: Duration) {

@@ -13,6 +13,7 @@ mod create_or_update;
 mod delete_unwanted;
 mod desired;
 mod events;
+pub mod hot_swap;
 pub mod http;
 pub mod kinds;
 pub mod leader;
@@ -33,7 +34,7 @@ use kube::runtime::{Controller, WatchStreamExt, controller, reflector, watcher};
 use kube::{Client, ResourceExt};
 use tokio::sync::{mpsc, watch};
 
-use crate::modules::{CallError, CallResult, LogicError, ModuleSlot, Reconciler};
+use crate::modules::{CallError, CallResult, LogicError, LogicModule, ModuleSlot, Reconciler};
 use backoff::Backoff;
 use caches::{Cache, CacheEvents, Caches};
 use kinds::{Kind, KindError, Kinds};
@@ -53,6 +54,8 @@ pub struct Options {
     /// How often an unchanged parent is reconciled anyway (drift the
     /// watches could not see); costs no write when nothing drifted.
     pub resync_period: Duration,
+    /// How new module versions are verified, rolled out and rolled back.
+    pub swap_policy: hot_swap::SwapPolicy,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -74,6 +77,18 @@ pub enum ReconcileError {
 }
 
 impl ReconcileError {
+    /// Whether this failure is the module's doing, which counts against a
+    /// newly swapped-in version: the module failing, or the API server
+    /// refusing what it produced (400, 422). Conflicts and outages do not.
+    pub fn counts_against_the_module(&self) -> bool {
+        match self {
+            ReconcileError::Api { verb, source, .. } => {
+                matches!(**source, kube::Error::Api(ref status) if (*verb == "create" || *verb == "update") && (status.code == 400 || status.code == 422))
+            }
+            other => other.module_failure().is_some(),
+        }
+    }
+
     /// Why the module itself failed, if it did: a trap, its deadline, its
     /// memory limit, or output the host cannot use.
     pub fn module_failure(&self) -> Option<&'static str> {
@@ -117,20 +132,43 @@ pub struct Context {
     backoff: Backoff,
     status_memo: status::StatusMemo,
     resync_period: Duration,
+    /// The parents, as the controller's watch caches them.
+    pub parents: reflector::Store<DynamicObject>,
+    /// Queues a parent for a reconcile (a rollout after a swap).
+    requeue: mpsc::UnboundedSender<ObjectRef<DynamicObject>>,
+    swap: hot_swap::SwapState,
+    swap_policy: hot_swap::SwapPolicy,
 }
 
 impl Context {
-    /// One call into the module, on a fresh instance, timed; a failure of
-    /// the module itself is counted by its reason.
-    fn call<T>(&self, function: &'static str, call: impl FnOnce(&mut Reconciler) -> CallResult<T>) -> CallResult<T> {
+    /// One call into `module` (the one this reconcile runs on), on a fresh
+    /// instance, timed; a failure of the module itself is counted by its
+    /// reason. A dry run (`Calls::Unrecorded`) counts nothing.
+    fn call<T>(
+        &self,
+        module: &LogicModule,
+        function: &'static str,
+        call: impl FnOnce(&mut Reconciler) -> CallResult<T>,
+    ) -> CallResult<T> {
+        self.call_as(Calls::Recorded, module, function, call)
+    }
+
+    fn call_as<T>(
+        &self,
+        calls: Calls,
+        module: &LogicModule,
+        function: &'static str,
+        call: impl FnOnce(&mut Reconciler) -> CallResult<T>,
+    ) -> CallResult<T> {
         let started = Instant::now();
-        let module = self.module.current();
         let result = module.reconciler().and_then(|mut instance| call(&mut instance));
-        self.metrics.module_called(function, started.elapsed());
-        if let Err(error) = &result
-            && error.is_module_failure()
-        {
-            self.metrics.module_failed(error.reason());
+        if calls == Calls::Recorded {
+            self.metrics.module_called(function, started.elapsed());
+            if let Err(error) = &result
+                && error.is_module_failure()
+            {
+                self.metrics.module_failed(error.reason());
+            }
         }
         result
     }
@@ -144,6 +182,13 @@ impl Context {
     }
 }
 
+/// Whether module calls count in the metrics (a dry run's do not).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Calls {
+    Recorded,
+    Unrecorded,
+}
+
 /// The parent a watch event says was deleted. A CR without finalizers is
 /// never reconciled once gone, so this is where its bookkeeping is dropped.
 fn deleted_parent(event: &watcher::Event<DynamicObject>) -> Option<ParentKey> {
@@ -153,8 +198,10 @@ fn deleted_parent(event: &watcher::Event<DynamicObject>) -> Option<ParentKey> {
     }
 }
 
-/// The parent being reconciled, in the forms the steps need.
+/// The parent being reconciled, in the forms the steps need, and the one
+/// module version the whole reconcile runs on.
 pub struct ParentView<'a> {
+    pub module: &'a LogicModule,
     pub object: &'a DynamicObject,
     pub json: &'a str,
     pub namespace: &'a str,
@@ -222,6 +269,7 @@ struct Prepared {
     owned: Vec<Arc<Cache>>,
     reads: Vec<Arc<Cache>>,
     references: Arc<ReferenceIndex>,
+    requeue: mpsc::UnboundedSender<ObjectRef<DynamicObject>>,
     parents: mpsc::UnboundedReceiver<ObjectRef<DynamicObject>>,
     everything: mpsc::UnboundedReceiver<()>,
 }
@@ -239,7 +287,7 @@ fn prepare(slot: ModuleSlot, caches: &Caches) -> Result<Prepared, OperatorError>
         owned: kinds.owned.clone(),
         reads: kinds.reads.clone(),
         references: references.clone(),
-        parents: parents_tx,
+        parents: parents_tx.clone(),
         everything: everything_tx,
     });
     let subscribed = |kind: &Kind| {
@@ -266,7 +314,7 @@ fn prepare(slot: ModuleSlot, caches: &Caches) -> Result<Prepared, OperatorError>
         reads = ?kinds.reads.iter().map(Kind::name).collect::<Vec<_>>(),
         "module loaded"
     );
-    Ok(Prepared { slot, name, kinds, owned, reads, references, parents, everything })
+    Ok(Prepared { slot, name, kinds, owned, reads, references, requeue: parents_tx, parents, everything })
 }
 
 /// Two modules reconciling one parent kind would fight over its children.
@@ -360,6 +408,7 @@ pub async fn run(
         let manifest = module.manifest();
         let module_metrics = metrics.for_module(&prepared.name);
         module_metrics.loaded(&manifest.version, module.digest());
+        let parent_writer = reflector::store::Writer::new(prepared.kinds.parent.resource.clone());
         let ctx = Arc::new(Context {
             client: client.clone(),
             module: prepared.slot.clone(),
@@ -374,16 +423,30 @@ pub async fn run(
             backoff: Backoff::default(),
             status_memo: status::StatusMemo::default(),
             resync_period: options.resync_period,
+            parents: parent_writer.as_reader(),
+            requeue: prepared.requeue,
+            swap: hot_swap::SwapState::default(),
+            swap_policy: options.swap_policy.clone(),
         });
-        controller_for(
+        // A watched module file: new versions are offered for a swap.
+        let watcher = prepared.slot.file().map(|file| {
+            let task = hot_swap::watch_file(ctx.clone(), file.clone(), prepared.slot.allow_precompiled());
+            AbortOnDrop(tokio::spawn(task))
+        });
+        let controller = controller_for(
             ctx,
+            parent_writer,
             &client,
             options.namespace.as_deref(),
             options.concurrency,
             prepared.parents,
             prepared.everything,
             stopped(),
-        )
+        );
+        async move {
+            controller.await;
+            drop(watcher);
+        }
     });
     let controllers = futures::future::join_all(controllers);
 
@@ -417,11 +480,22 @@ pub async fn run(
     outcome
 }
 
+/// Aborts a task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// One module's controller: its parent watch (as `Controller::new_with`
 /// builds it, plus forgetting deleted parents), triggered also by its
 /// owned and read kinds' changes.
+#[allow(clippy::too_many_arguments)]
 fn controller_for(
     ctx: Arc<Context>,
+    parent_writer: reflector::store::Writer<DynamicObject>,
     client: &Client,
     namespace: Option<&str>,
     concurrency: u16,
@@ -430,7 +504,6 @@ fn controller_for(
     stopped: impl Future<Output = ()> + Send + Sync + 'static,
 ) -> impl Future<Output = ()> {
     let parent_kind = ctx.kinds.parent.clone();
-    let parent_writer = reflector::store::Writer::new(parent_kind.resource.clone());
     let parent_store = parent_writer.as_reader();
     let forgetting = ctx.clone();
     let parents =

@@ -19,7 +19,7 @@ pub async fn write_status(
     // Kubernetes times have second precision.
     let now = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
     let text = ctx
-        .call("status", |m| m.status(parent.json, owned, parent.related, &now, problem))
+        .call(parent.module, "status", |m| m.status(parent.json, owned, parent.related, &now, problem))
         .map_err(|source| ReconcileError::Module { function: "status", source })?;
     let new: Value = serde_json::from_str(&text)
         .map_err(|source| ReconcileError::InvalidOutput { problem: format!("status: {source}") })?;

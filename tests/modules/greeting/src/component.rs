@@ -43,7 +43,7 @@ mod module {
         fn manifest() -> Manifest {
             Manifest {
                 name: "greeting".into(),
-                version: env!("CARGO_PKG_VERSION").into(),
+                version: crate::MODULE_VERSION.into(),
                 parent: kind(crate::GROUP, crate::VERSION, "Greeting", "greetings"),
                 crd: crate::CRD_YAML.into(),
                 owned: vec![kind("", "v1", "ConfigMap", "configmaps")],

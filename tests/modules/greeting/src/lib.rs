@@ -19,6 +19,24 @@ pub const GROUP: &str = "example.c5c3.io";
 pub const VERSION: &str = "v1";
 pub const CRD_YAML: &str = include_str!("../crd.yaml");
 
+/// The module's version. The swap tests build variants of this module by
+/// cargo feature: `v2` stamps `revision: "2"` on every ConfigMap;
+/// `v1-rebuilt` behaves exactly as the default build; `fail-on-later`
+/// behaves as `v2` but traps for messages starting with `later`;
+/// `trap-always` traps on every parent.
+pub const MODULE_VERSION: &str = if cfg!(feature = "fail-on-later") {
+    "0.3.0"
+} else if cfg!(feature = "v2") {
+    "0.2.0"
+} else if cfg!(feature = "v1-rebuilt") {
+    "0.1.0+rebuilt"
+} else {
+    env!("CARGO_PKG_VERSION")
+};
+
+/// What `v2` adds to every ConfigMap.
+const REVISION: Option<&str> = if cfg!(feature = "v2") { Some("2") } else { None };
+
 #[derive(Debug, PartialEq, Eq)]
 pub enum Error {
     /// A field and what is wrong with it.
@@ -77,8 +95,14 @@ pub fn references(parent: &str) -> Result<Vec<String>, Error> {
     Ok(signature_secret(&parent)?.into_iter().collect())
 }
 
-/// What the tests ask the module to do wrong, by message.
+/// What the tests ask the module to do wrong, by message (or by build).
 fn misbehave(message: &str) {
+    if cfg!(feature = "trap-always") {
+        panic!("this build traps on every parent");
+    }
+    if cfg!(feature = "fail-on-later") && message.starts_with("later") {
+        panic!("this build traps on messages starting with 'later'");
+    }
     match message {
         "trap" => panic!("asked to trap"),
         "loop" => {
@@ -127,6 +151,9 @@ pub fn desired(parent: &str, owned: &[String], related: &[String]) -> Result<Vec
         data.insert("message".into(), json!(text));
         if let Some(signature) = &signature {
             data.insert("signature".into(), json!(signature));
+        }
+        if let Some(revision) = REVISION {
+            data.insert("revision".into(), json!(revision));
         }
         objects.push(configmap_for(&parent, name, configmap, current, data)?.to_string());
         Ok(())

@@ -1,0 +1,359 @@
+//! Changing a running module's logic without a restart. A new version is
+//! verified before anything changes (it loads and honours the contract,
+//! keeps the module's kinds, and a dry run over every cached parent fails
+//! none that the active version reconciles), then swapped in atomically:
+//! reconciles in flight finish on the version they started with, every
+//! later one runs on the new one. Every parent is then reconciled again at
+//! a bounded rate, and for a watch window the new version is on probation:
+//! failing on more parents than allowed returns the host to the previous
+//! version by itself, which then reconciles every parent again.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use kube::ResourceExt;
+use kube::api::DynamicObject;
+use kube::runtime::reflector::ObjectRef;
+
+use super::references::ParentKey;
+use super::{Context, reconcile};
+use crate::modules::{KindInfo, LogicModule, Manifest, ModuleSource, WatchedFile, digest};
+
+/// How far a new module version is trusted.
+#[derive(Clone, Debug)]
+pub struct SwapPolicy {
+    /// Parents the active version reconciles that the new one may fail in
+    /// the dry run and still be swapped in.
+    pub dry_run_failures_allowed: usize,
+    /// Parents the new version may fail on within the watch window before
+    /// the host rolls it back.
+    pub rollback_failures_allowed: usize,
+    /// How long after a swap failures roll it back.
+    pub watch_window: Duration,
+    /// Parents reconciled per second after a swap (the rollout).
+    pub rollout_per_second: u32,
+    /// How often watched module files are looked at.
+    pub poll_interval: Duration,
+}
+
+impl Default for SwapPolicy {
+    fn default() -> Self {
+        Self {
+            dry_run_failures_allowed: 0,
+            rollback_failures_allowed: 0,
+            watch_window: Duration::from_secs(120),
+            rollout_per_second: 50,
+            poll_interval: Duration::from_secs(1),
+        }
+    }
+}
+
+/// Module versions kept loaded after they stop serving, so going back to
+/// one (by hand, or a rollback) costs no compile.
+const RECENT_VERSIONS: usize = 3;
+
+/// A module's swap state: the probation of its newest version, and the
+/// versions it recently ran.
+#[derive(Default)]
+pub struct SwapState {
+    probation: Mutex<Option<Probation>>,
+    recent: Mutex<VecDeque<Arc<LogicModule>>>,
+}
+
+/// The window after a swap in which failures roll it back.
+struct Probation {
+    candidate: Arc<LogicModule>,
+    previous: Arc<LogicModule>,
+    until: Instant,
+    /// Parents the candidate failed on, and why.
+    failed: BTreeMap<ParentKey, String>,
+}
+
+/// What became of an offered version.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Offered {
+    /// The same bytes as the active version: nothing to do.
+    Unchanged,
+    /// Refused, with the reason; the active version keeps serving.
+    Refused(String),
+    /// Serving now; `dry_run` parents were checked first.
+    Swapped { dry_run: usize },
+}
+
+/// Watches the module file of `ctx`'s module and offers every new version,
+/// until the task is dropped.
+pub async fn watch_file(ctx: Arc<Context>, path: PathBuf, allow_precompiled: bool) {
+    let mut file = WatchedFile::new(path.clone(), ctx.swap_policy.poll_interval / 4);
+    loop {
+        tokio::time::sleep(ctx.swap_policy.poll_interval).await;
+        let Some(read) = file.changed().await else { continue };
+        match read {
+            Ok(bytes) => {
+                offer(&ctx, ModuleSource::File(path.clone()), bytes, allow_precompiled).await;
+            }
+            Err(error) => {
+                tracing::warn!(module = ctx.module_name, file = %path.display(), error = %error, "cannot read the module file")
+            }
+        }
+    }
+}
+
+/// Verifies `bytes` as a new version of `ctx`'s module and, if it passes,
+/// swaps it in and rolls it out.
+pub async fn offer(ctx: &Arc<Context>, source: ModuleSource, bytes: Vec<u8>, allow_precompiled: bool) -> Offered {
+    let started = Instant::now();
+    let active = ctx.module.current();
+    let offered_digest = digest(&bytes);
+    if offered_digest == active.digest() {
+        return Offered::Unchanged;
+    }
+    tracing::info!(module = ctx.module_name, source = %source, digest = offered_digest, active = active.digest(), "a new module version: verifying");
+    let verifying = ctx.clone();
+    let verified = tokio::task::spawn_blocking(move || {
+        let candidate = verifying.swap.recent_by_digest(&offered_digest).map_or_else(
+            || {
+                LogicModule::from_bytes(active.engine(), source, &bytes, allow_precompiled)
+                    .map(Arc::new)
+                    .map_err(|error| error.to_string())
+            },
+            Ok,
+        )?;
+        same_kinds(active.manifest(), candidate.manifest())?;
+        let checked = dry_run(&verifying, &active, &candidate)?;
+        Ok::<_, String>((candidate, checked))
+    })
+    .await
+    .unwrap_or_else(|panic| Err(format!("verification stopped: {panic}")));
+    let (candidate, checked) = match verified {
+        Ok(verified) => verified,
+        Err(reason) => {
+            tracing::warn!(
+                module = ctx.module_name,
+                reason,
+                "module version refused; the active version keeps serving"
+            );
+            ctx.metrics.swap("refused", None);
+            return Offered::Refused(reason);
+        }
+    };
+    let previous = ctx.module.swap(candidate.clone());
+    ctx.swap.remember(previous.clone());
+    ctx.metrics.unloaded(&previous.manifest().version, previous.digest());
+    ctx.metrics.loaded(&candidate.manifest().version, candidate.digest());
+    let took = started.elapsed();
+    ctx.metrics.swap("succeeded", Some(took));
+    tracing::info!(
+        module = ctx.module_name,
+        from = previous.digest(),
+        to = candidate.digest(),
+        dry_run_parents = checked,
+        took_ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
+        "module version swapped in; rolling out"
+    );
+    *ctx.swap.probation.lock().unwrap_or_else(PoisonError::into_inner) = Some(Probation {
+        candidate,
+        previous,
+        until: Instant::now() + ctx.swap_policy.watch_window,
+        failed: BTreeMap::new(),
+    });
+    roll_out(ctx.clone());
+    Offered::Swapped { dry_run: checked }
+}
+
+/// A reconcile's outcome on `module`: while that version is on probation,
+/// a failure counts against it, and too many roll it back.
+pub fn observe(ctx: &Arc<Context>, module: &LogicModule, parent: &ParentKey, failure: Option<String>) {
+    let mut probation = ctx.swap.probation.lock().unwrap_or_else(PoisonError::into_inner);
+    let Some(current) = probation.as_mut() else { return };
+    if current.candidate.digest() != module.digest() {
+        return;
+    }
+    if Instant::now() > current.until {
+        tracing::info!(module = ctx.module_name, digest = module.digest(), "module version passed its watch window");
+        *probation = None;
+        return;
+    }
+    match failure {
+        None => {
+            current.failed.remove(parent);
+        }
+        Some(reason) => {
+            current.failed.insert(parent.clone(), reason);
+            if current.failed.len() > ctx.swap_policy.rollback_failures_allowed
+                && let Some(failed) = probation.take()
+            {
+                drop(probation);
+                roll_back(ctx, failed);
+            }
+        }
+    }
+}
+
+fn roll_back(ctx: &Arc<Context>, failed: Probation) {
+    let reason = failed
+        .failed
+        .iter()
+        .take(3)
+        .map(|((namespace, name), why)| format!("{namespace}/{name}: {why}"))
+        .collect::<Vec<_>>()
+        .join("; ");
+    if ctx.module.current().digest() != failed.candidate.digest() {
+        return;
+    }
+    ctx.module.swap(failed.previous.clone());
+    ctx.swap.remember(failed.candidate.clone());
+    ctx.metrics.unloaded(&failed.candidate.manifest().version, failed.candidate.digest());
+    ctx.metrics.loaded(&failed.previous.manifest().version, failed.previous.digest());
+    ctx.metrics.swap("rolled_back", None);
+    tracing::error!(
+        module = ctx.module_name,
+        from = failed.candidate.digest(),
+        to = failed.previous.digest(),
+        failed_parents = failed.failed.len(),
+        reason,
+        "module version rolled back"
+    );
+    roll_out(ctx.clone());
+}
+
+impl SwapState {
+    fn remember(&self, module: Arc<LogicModule>) {
+        let mut recent = self.recent.lock().unwrap_or_else(PoisonError::into_inner);
+        recent.retain(|m| m.digest() != module.digest());
+        recent.push_front(module);
+        recent.truncate(RECENT_VERSIONS);
+    }
+
+    fn recent_by_digest(&self, digest: &str) -> Option<Arc<LogicModule>> {
+        self.recent.lock().unwrap_or_else(PoisonError::into_inner).iter().find(|m| m.digest() == digest).cloned()
+    }
+}
+
+/// The new version must reconcile the same parent kind and use the same
+/// kinds: the watches are set up for them.
+fn same_kinds(active: &Manifest, candidate: &Manifest) -> Result<(), String> {
+    let describe = |k: &KindInfo| format!("{}/{}/{}", k.group, k.version, k.kind);
+    let key = |k: &KindInfo| (k.group.clone(), k.version.clone(), k.kind.clone(), k.plural.clone(), k.namespaced);
+    if key(&active.parent) != key(&candidate.parent) {
+        return Err(format!(
+            "it reconciles {}, not {}: a module keeps its parent kind",
+            describe(&candidate.parent),
+            describe(&active.parent)
+        ));
+    }
+    for (what, a, c) in [("owned", &active.owned, &candidate.owned), ("read", &active.reads, &candidate.reads)] {
+        let mut a: Vec<_> = a.iter().map(key).collect();
+        let mut c: Vec<_> = c.iter().map(key).collect();
+        a.sort();
+        c.sort();
+        if a != c {
+            let names = |kinds: &[KindInfo]| kinds.iter().map(describe).collect::<Vec<_>>().join(", ");
+            let (active_kinds, candidate_kinds) =
+                if what == "owned" { (&active.owned, &candidate.owned) } else { (&active.reads, &candidate.reads) };
+            return Err(format!(
+                "its {what} kinds change from [{}] to [{}]; this host swaps only modules with the same kinds (restart the operator with the new module)",
+                names(active_kinds),
+                names(candidate_kinds)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Every cached parent through both versions, as a reconcile would compute
+/// it, writing nothing: a parent the active version reconciles must not
+/// fail with the candidate (beyond the allowed count). Answers how many
+/// parents were checked.
+fn dry_run(ctx: &Context, active: &LogicModule, candidate: &LogicModule) -> Result<usize, String> {
+    let parents: Vec<Arc<DynamicObject>> = ctx.parents.state();
+    let mut regressions = Vec::new();
+    let mut checked = 0;
+    for parent in parents.iter().filter(|p| p.metadata.deletion_timestamp.is_none()) {
+        checked += 1;
+        if reconcile::dry_run(ctx, active, parent).is_err() {
+            continue;
+        }
+        if let Err(error) = reconcile::dry_run(ctx, candidate, parent) {
+            let namespace = parent.namespace().unwrap_or_default();
+            regressions.push(format!("{namespace}/{}: {error}", parent.name_any()));
+            // Enough to refuse: a module that loops would cost its deadline
+            // on every parent.
+            if regressions.len() > ctx.swap_policy.dry_run_failures_allowed {
+                break;
+            }
+        }
+    }
+    if regressions.len() > ctx.swap_policy.dry_run_failures_allowed {
+        let examples: Vec<&str> = regressions.iter().take(3).map(String::as_str).collect();
+        return Err(format!(
+            "the dry run failed on parents the active version reconciles ({} allowed): {}",
+            ctx.swap_policy.dry_run_failures_allowed,
+            examples.join("; ")
+        ));
+    }
+    Ok(checked)
+}
+
+/// Reconciles every parent again, at most `rollout_per_second` a second, so
+/// the new desired state rolls out without a burst of writes.
+fn roll_out(ctx: Arc<Context>) {
+    tokio::spawn(async move {
+        let per_second = ctx.swap_policy.rollout_per_second.max(1);
+        let pause = Duration::from_secs(1) / per_second;
+        for parent in ctx.parents.state() {
+            let Some(namespace) = parent.namespace() else { continue };
+            let reference =
+                ObjectRef::new_with(&parent.name_any(), ctx.kinds.parent.resource.clone()).within(&namespace);
+            if ctx.requeue.send(reference).is_err() {
+                return;
+            }
+            tokio::time::sleep(pause).await;
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kind(group: &str, kind: &str) -> KindInfo {
+        KindInfo {
+            group: group.into(),
+            version: "v1".into(),
+            kind: kind.into(),
+            plural: format!("{}s", kind.to_lowercase()),
+            namespaced: true,
+        }
+    }
+
+    fn manifest(parent: KindInfo, owned: Vec<KindInfo>) -> Manifest {
+        Manifest {
+            name: "m".into(),
+            version: "1.0.0".into(),
+            parent,
+            crd: String::new(),
+            owned,
+            reads: vec![kind("", "Secret")],
+            field_manager: "m".into(),
+            event_reporter: "m".into(),
+        }
+    }
+
+    #[test]
+    fn a_new_version_keeps_its_kinds_in_any_order() {
+        let active = manifest(kind("x.io", "Widget"), vec![kind("", "ConfigMap"), kind("apps", "Deployment")]);
+        let reordered = manifest(kind("x.io", "Widget"), vec![kind("apps", "Deployment"), kind("", "ConfigMap")]);
+        assert_eq!(same_kinds(&active, &reordered), Ok(()));
+
+        let other_parent = manifest(kind("x.io", "Gadget"), active.owned.clone());
+        assert!(same_kinds(&active, &other_parent).is_err_and(|e| e.contains("keeps its parent kind")));
+        let more_owned = manifest(kind("x.io", "Widget"), vec![kind("", "ConfigMap")]);
+        let error = same_kinds(&active, &more_owned).expect_err("owned kinds changed");
+        assert!(
+            error.starts_with("its owned kinds change from [/v1/ConfigMap, apps/v1/Deployment] to [/v1/ConfigMap]"),
+            "{error}"
+        );
+    }
+}

@@ -1,0 +1,214 @@
+//! Changing the logic of a running operator: the module file is watched;
+//! a replaced file is verified (it loads, honours the contract, keeps its
+//! kinds, and a dry run over every parent fails none the active version
+//! reconciles) before it is swapped in and rolled out, and a version that
+//! then fails on parents is rolled back by the host itself. The versions
+//! are builds of the real Greeting module by cargo feature (`make test`
+//! builds them): v1 (the default), v2 (stamps `revision: "2"`),
+//! `fail-on-later` (v2, but traps on messages starting with "later"),
+//! `trap-always`, and the contract-breaking `wrong-world`.
+
+#[path = "operator_support.rs"]
+mod operator_support;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use kube::api::{Api, DynamicObject, ListParams, PostParams};
+use operator_support::*;
+use serde_json::{Value, json};
+use wasm_operator::modules::{ModuleSlot, digest};
+use wasm_operator::operator::hot_swap::SwapPolicy;
+
+const PARENTS: usize = 100;
+
+fn built(file: &str) -> Vec<u8> {
+    let path = control_plane::repo_root().join("target").join(file);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{} ({e}): `make test` builds it", path.display()))
+}
+
+/// Replaces the watched file the way a deployment tool does: write beside
+/// it, rename over it.
+fn replace(live: &Path, bytes: &[u8]) {
+    let beside = live.with_extension("wasm.new");
+    std::fs::write(&beside, bytes).expect("writing the new version");
+    std::fs::rename(&beside, live).expect("renaming it over the live file");
+}
+
+fn temp_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("hot-swap-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temp dir");
+    dir
+}
+
+struct Operator<'a> {
+    running: &'a Running,
+}
+
+impl Operator<'_> {
+    fn swaps(&self, result: &str) -> u64 {
+        self.running.metric("wasm_operator_module_swaps_total", &format!("result=\"{result}\""))
+    }
+
+    async fn wait_swaps(&self, result: &str, count: u64) {
+        eventually_within(Duration::from_secs(60), &format!("{count} swaps {result}"), || async {
+            (self.swaps(result) >= count).then_some(())
+        })
+        .await;
+        assert_eq!(self.swaps(result), count, "{result}");
+    }
+
+    /// The digest the module_info metric reports as active.
+    fn active_digest(&self) -> Vec<String> {
+        self.running
+            .metrics
+            .encode()
+            .lines()
+            .filter(|l| l.starts_with("wasm_operator_module_info{") && l.ends_with(" 1"))
+            .filter_map(|l| l.split("digest=\"").nth(1)?.split('"').next().map(str::to_owned))
+            .collect()
+    }
+}
+
+async fn configmaps(ns: &TestNamespace<'_>) -> Vec<DynamicObject> {
+    let params = ListParams::default().labels("app.kubernetes.io/managed-by=greeting-operator");
+    ns.api(&gvk("", "v1", "ConfigMap", "configmaps")).list(&params).await.expect("listing ConfigMaps").items
+}
+
+/// Until every Greeting's ConfigMap satisfies `check` (given the parent's index).
+async fn wait_all(ns: &TestNamespace<'_>, what: &str, check: impl Fn(usize, &Value) -> bool) {
+    eventually_within(Duration::from_secs(90), what, || async {
+        let all = configmaps(ns).await;
+        let good = all
+            .iter()
+            .filter(|c| {
+                let name = c.metadata.name.as_deref().unwrap_or_default();
+                let index: Option<usize> = name.strip_prefix("g-").and_then(|i| i.parse().ok());
+                index.is_some_and(|i| check(i, &c.data["data"]))
+            })
+            .count();
+        (good == PARENTS).then_some(())
+    })
+    .await;
+}
+
+async fn set_message(greetings: &Api<DynamicObject>, name: &str, message: &str) {
+    for _ in 0..5 {
+        let mut greeting = greetings.get(name).await.expect("the Greeting");
+        greeting.data["spec"]["message"] = json!(message);
+        if greetings.replace(name, &PostParams::default(), &greeting).await.is_ok() {
+            return;
+        }
+    }
+    panic!("could not update {name}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replaced_module_file_is_verified_swapped_rolled_out_and_rolled_back() {
+    let v1 = built("greeting.wasm");
+    let v2 = built("greeting-v2.wasm");
+    let fail_on_later = built("greeting-fail-on-later.wasm");
+    let dir = temp_dir();
+    let live = dir.join("greeting.wasm");
+    std::fs::write(&live, &v1).expect("installing v1");
+
+    let ns = TestNamespace::new("hot-swap").await;
+    let plane = ns.plane;
+    let module =
+        wasm_operator::modules::LogicModule::from_file(memcached_tests::engine(), &live, false).expect("v1 loads");
+    plane.apply_yaml(&module.manifest().crd).await.expect("installing the Greeting CRD");
+    let greetings = ns.api(&gvk("example.c5c3.io", "v1", "Greeting", "greetings"));
+    for i in 0..PARENTS {
+        let greeting = json!({"apiVersion": "example.c5c3.io/v1", "kind": "Greeting",
+                              "metadata": {"name": format!("g-{i:03}")}, "spec": {"message": format!("hi {i}")}});
+        let greeting: DynamicObject = serde_json::from_value(greeting).expect("a Greeting");
+        greetings.create(&PostParams::default(), &greeting).await.expect("creating a Greeting");
+    }
+
+    let mut options = options(&ns.namespace);
+    options.concurrency = 4;
+    options.swap_policy = SwapPolicy {
+        poll_interval: Duration::from_millis(100),
+        rollout_per_second: 200,
+        watch_window: Duration::from_secs(120),
+        ..SwapPolicy::default()
+    };
+    let client = plane.client(control_plane::User::Operator).await.expect("an operator client");
+    let running = Running::start_slots(client, vec![ModuleSlot::watching(module, live.clone(), false)], options);
+    let operator = Operator { running: &running };
+    wait_all(&ns, "every ConfigMap from v1", |i, d| d["message"] == format!("hi {i}") && d["revision"].is_null()).await;
+    assert_eq!(operator.active_digest(), [digest(&v1)]);
+
+    // Refused, each for its reason; v1 keeps serving and nothing changes.
+    let refusals: [(&str, Vec<u8>); 3] = [
+        ("a module that traps on every parent", built("greeting-trap-always.wasm")),
+        ("corrupt bytes", v2[..v2.len() / 2].to_vec()),
+        ("a module for another contract", built("greeting-wrong-world.wasm")),
+    ];
+    for (count, (what, bytes)) in (1..).zip(refusals) {
+        replace(&live, &bytes);
+        operator.wait_swaps("refused", count).await;
+        assert_eq!(operator.active_digest(), [digest(&v1)], "after {what}");
+    }
+    let before = configmaps(&ns).await;
+    assert_eq!(before.len(), PARENTS, "nothing deleted");
+    assert!(before.iter().all(|c| c.data["data"]["revision"].is_null()), "nothing changed");
+    assert_eq!(operator.swaps("succeeded"), 0);
+
+    // v2 under load: a writer edits parents while the swap happens.
+    let errors_before = running.reconciles("error");
+    let writer = {
+        let greetings = greetings.clone();
+        tokio::spawn(async move {
+            for i in 0..20 {
+                set_message(&greetings, &format!("g-{i:03}"), &format!("edited {i}")).await;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+    };
+    replace(&live, &v2);
+    operator.wait_swaps("succeeded", 1).await;
+    writer.await.expect("the writer finished");
+    wait_all(&ns, "every ConfigMap from v2", |i, d| {
+        let message = if i < 20 { format!("edited {i}") } else { format!("hi {i}") };
+        d["message"] == message && d["revision"] == "2"
+    })
+    .await;
+    assert_eq!(operator.active_digest(), [digest(&v2)]);
+    assert_eq!(running.reconciles("error"), errors_before, "no reconcile failed during the swap");
+
+    // The same bytes again: nothing happens.
+    replace(&live, &v2);
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!((operator.swaps("succeeded"), operator.swaps("refused")), (1, 3));
+
+    // A version that behaves as v2 for every parent: swapped in, rolled out,
+    // and not one write.
+    let mark = plane.audit_mark().expect("the audit log");
+    let reconciled = running.reconciles("success");
+    replace(&live, &fail_on_later);
+    operator.wait_swaps("succeeded", 2).await;
+    eventually("the rollout to reconcile every parent", || async {
+        (running.reconciles("success") >= reconciled + PARENTS as u64).then_some(())
+    })
+    .await;
+    let writes = ns.operator_writes(mark).await;
+    assert!(writes.is_empty(), "a swap to identical behaviour wrote: {writes:?}");
+
+    // It fails on some parents after the swap: the host goes back to v2.
+    set_message(&greetings, "g-050", "later, maybe").await;
+    set_message(&greetings, "g-051", "later, perhaps").await;
+    operator.wait_swaps("rolled_back", 1).await;
+    assert_eq!(operator.active_digest(), [digest(&v2)]);
+    // v2 reconciles them again, as it would have.
+    wait_all(&ns, "v2 serving every parent again", |i, d| match i {
+        50 => d["message"] == "later, maybe" && d["revision"] == "2",
+        51 => d["message"] == "later, perhaps" && d["revision"] == "2",
+        _ => d["revision"] == "2",
+    })
+    .await;
+    assert_eq!(configmaps(&ns).await.len(), PARENTS, "nothing deleted");
+
+    running.stop().await.expect("a clean stop");
+    let _ = std::fs::remove_dir_all(&dir);
+}
