@@ -14,14 +14,16 @@ COPY . .
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
     bash scripts/build-wasm.sh \
-    && cargo build --release --locked -p memcached-operator \
-    && cp target/release/memcached-operator /usr/local/bin/memcached-operator \
+    && cargo build --release --locked -p memcached-operator -p wasm-operator \
+    && cp target/release/memcached-operator target/release/wasm-operator /usr/local/bin/ \
     && mkdir -p /opt/memcached-operator \
     && memcached-operator precompile -o /opt/memcached-operator/memcached.cwasm
 
 # glibc and libgcc (the binary links them dynamically), no shell.
 FROM gcr.io/distroless/cc-debian12:nonroot
 COPY --from=build /usr/local/bin/memcached-operator /usr/local/bin/memcached-operator
+# The generic host, for running other modules beside or instead of Memcached.
+COPY --from=build /usr/local/bin/wasm-operator /usr/local/bin/wasm-operator
 # The logic component compiled ahead of time for this binary (deploy/ runs it
 # with --module ... --allow-precompiled): no compile at start. It targets the
 # build machine's CPU; build the image on the CPU family the nodes have.
