@@ -22,7 +22,7 @@ PY_MODULE := target/echo-py.wasm
 PY_MODULE_SOURCES := $(wildcard tests/modules/echo-py/*.py) tests/modules/echo-py/crd.yaml tests/modules/echo-py/requirements.txt
 TEST_MODULES := $(TEST_MODULE) $(TEST_MODULE_VARIANTS) $(PY_MODULE)
 
-.PHONY: all build wasm test manifests bench bench-e2e run render-samples envtest clean
+.PHONY: all build wasm test manifests bench bench-e2e bench-swap run render-samples envtest clean
 .PHONY: playground playground-serve test-embeddings test-browser test-python-module lint
 
 all: build
@@ -145,6 +145,13 @@ COUNTS ?= 100,1000
 bench-e2e: $(OPERATOR)
 	$(CARGO) build --release -p memcached-e2e --bin bench-e2e
 	target/release/bench-e2e --counts $(COUNTS)
+
+## bench-swap: how long a new module version takes to go live (cold and warm compile cache), and the
+## dry run's cost per parent, with 1000 parents (COUNTS=100,1000 for more sizes; not part of make test)
+SWAP_COUNTS ?= 1000
+bench-swap: $(HOST) $(TEST_MODULE) target/greeting-v2.wasm target/greeting-v1-rebuilt.wasm
+	$(CARGO) build --release -p memcached-e2e --bin bench-swap
+	target/release/bench-swap --counts $(SWAP_COUNTS)
 
 ## envtest: build (or find) etcd, kube-apiserver, kube-controller-manager and kubectl; prints the folder
 envtest:

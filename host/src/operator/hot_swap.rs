@@ -121,12 +121,13 @@ pub async fn offer(ctx: &Arc<Context>, source: ModuleSource, bytes: Vec<u8>, all
             Ok,
         )?;
         same_kinds(active.manifest(), candidate.manifest())?;
+        let dry_run_started = Instant::now();
         let checked = dry_run(&verifying, &active, &candidate)?;
-        Ok::<_, String>((candidate, checked))
+        Ok::<_, String>((candidate, checked, dry_run_started.elapsed()))
     })
     .await
     .unwrap_or_else(|panic| Err(format!("verification stopped: {panic}")));
-    let (candidate, checked) = match verified {
+    let (candidate, checked, dry_run_took) = match verified {
         Ok(verified) => verified,
         Err(reason) => {
             tracing::warn!(
@@ -149,7 +150,8 @@ pub async fn offer(ctx: &Arc<Context>, source: ModuleSource, bytes: Vec<u8>, all
         from = previous.digest(),
         to = candidate.digest(),
         dry_run_parents = checked,
-        took_ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
+        dry_run_us = u64::try_from(dry_run_took.as_micros()).unwrap_or(u64::MAX),
+        took_us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX),
         "module version swapped in; rolling out"
     );
     *ctx.swap.probation.lock().unwrap_or_else(PoisonError::into_inner) = Some(Probation {

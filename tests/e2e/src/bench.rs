@@ -25,9 +25,9 @@
 //!   reconciled once more by `--resync-period`), events and leases aside;
 //! - the operator's peak RSS (VmHWM) and CPU time.
 
+mod loopback;
+
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
@@ -38,6 +38,7 @@ use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, ObjectMeta, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
+use loopback::http_get;
 use serde_json::Value;
 
 const OPERATOR_USER: &str = "memcached-operator";
@@ -586,8 +587,7 @@ struct Scrape {
 }
 
 fn free_port() -> Result<u16, BenchError> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(io("finding a free port"))?;
-    Ok(listener.local_addr().map_err(io("finding a free port"))?.port())
+    loopback::free_port().map_err(io("finding a free port"))
 }
 
 impl OperatorProcess {
@@ -716,25 +716,6 @@ fn log_tail(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(20)..].join("\n")
-}
-
-/// A plain HTTP/1.0 GET (the operator's endpoints are on loopback).
-async fn http_get(address: &str, path: &str) -> Result<(u16, String), std::io::Error> {
-    let address = address.to_owned();
-    let path = path.to_owned();
-    let answer = tokio::task::spawn_blocking(move || -> Result<(u16, String), std::io::Error> {
-        let socket = address.parse().map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
-        let mut stream = TcpStream::connect_timeout(&socket, Duration::from_secs(2))?;
-        stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-        stream.write_all(format!("GET {path} HTTP/1.0\r\nHost: {address}\r\n\r\n").as_bytes())?;
-        let mut text = String::new();
-        stream.read_to_string(&mut text)?;
-        let (head, body) = text.split_once("\r\n\r\n").unwrap_or((text.as_str(), ""));
-        let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-        Ok((status, body.to_owned()))
-    })
-    .await;
-    answer.map_err(std::io::Error::other)?
 }
 
 /// The sum of every sample of `name` whose labels contain `labels`.
