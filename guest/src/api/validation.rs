@@ -143,11 +143,11 @@ fn validate_memory_limit(spec: &MemcachedSpec, problems: &mut Problems) {
     };
     let path = "spec.resources.limits.memory";
     let Quantity(text) = limit;
-    match quantity::parse(text) {
+    match quantity::parse_nanos(text) {
         Err(why) => problems.add(path, why),
-        Ok(bytes) => {
+        Ok(nanobytes) => {
             let needed_mib = i64::from(spec.config().max_memory_mb()) + 32;
-            if bytes < (needed_mib as f64) * 1024.0 * 1024.0 {
+            if nanobytes < i128::from(needed_mib) * 1024 * 1024 * 1_000_000_000 {
                 problems.add(
                     path,
                     format!(

@@ -57,11 +57,12 @@ fn normalize_quantities(value: &mut serde_json::Value) {
         Value::Object(map) => {
             for (key, field) in map.iter_mut() {
                 if matches!(key.as_str(), "value" | "averageValue") {
-                    // One spelling for equal amounts: `1k` and `1000` both become `1e3`.
+                    // One spelling for equal amounts: `1k` and `1000` both
+                    // become their exact count of nano-units.
                     if let Value::String(text) = field
-                        && let Ok(amount) = crate::quantity::parse(text)
+                        && let Ok(nanos) = crate::quantity::parse_nanos(text)
                     {
-                        *text = format!("{amount:e}");
+                        *text = nanos.to_string();
                     }
                 } else {
                     normalize_quantities(field);

@@ -49,13 +49,13 @@ fn respell(
     )
 }
 
-/// Whether two quantities are the same amount in any spelling.
+/// Whether two quantities are exactly the same amount in any spelling.
 pub fn same_quantity(a: &Quantity, b: &Quantity) -> bool {
     if a.0 == b.0 {
         return true;
     }
-    match (quantity::parse(&a.0), quantity::parse(&b.0)) {
-        (Ok(x), Ok(y)) => (x - y).abs() <= f64::EPSILON.max(1e-9 * x.abs().max(y.abs())),
+    match (quantity::parse_nanos(&a.0), quantity::parse_nanos(&b.0)) {
+        (Ok(x), Ok(y)) => x == y,
         _ => false,
     }
 }
@@ -77,6 +77,16 @@ mod tests {
         let current = requirements(&[("memory", "1Gi"), ("cpu", "500m")]);
         let got = container_resources(Some(&desired), Some(current.clone()));
         assert_eq!(got, Some(current));
+    }
+
+    #[test]
+    fn a_difference_of_one_unit_is_a_change() {
+        let desired = requirements(&[("memory", "1000000001")]);
+        let current = requirements(&[("memory", "1000000000")]);
+        assert_eq!(container_resources(Some(&desired), Some(current)), Some(desired));
+        let huge = requirements(&[("memory", "1Ei")]);
+        let off_by_one = requirements(&[("memory", "1152921504606846977")]);
+        assert_eq!(container_resources(Some(&huge), Some(off_by_one)), Some(huge));
     }
 
     #[test]
