@@ -76,6 +76,12 @@ pub struct CallState {
     pub(crate) wasi: Option<WasiState>,
 }
 
+impl wasmtime_wasi::WasiView for CallState {
+    fn ctx(&mut self) -> wasmtime_wasi::WasiCtxView<'_> {
+        self.wasi.get_or_insert_with(WasiState::nothing_granted).view()
+    }
+}
+
 /// The store's memory and table limits; remembers a refused growth, so a
 /// module aborting on a failed allocation is reported as out of memory.
 #[derive(Default)]

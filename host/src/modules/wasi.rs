@@ -7,29 +7,25 @@
 use wasmtime::component::{Linker, ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-use super::engine::CallState;
-
+/// A store's WASI state.
 pub(crate) struct WasiState {
     ctx: WasiCtx,
     table: ResourceTable,
 }
 
 impl WasiState {
-    fn nothing_granted() -> Self {
+    pub(crate) fn nothing_granted() -> Self {
         let mut builder = WasiCtx::builder();
         builder.allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false);
         Self { ctx: builder.build(), table: ResourceTable::new() }
     }
-}
 
-impl WasiView for CallState {
-    fn ctx(&mut self) -> WasiCtxView<'_> {
-        let state = self.wasi.get_or_insert_with(WasiState::nothing_granted);
-        WasiCtxView { ctx: &mut state.ctx, table: &mut state.table }
+    pub(crate) fn view(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.ctx, table: &mut self.table }
     }
 }
 
 /// Adds WASI 0.2 (synchronous) to a module's linker.
-pub(crate) fn link(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+pub(crate) fn link<T: WasiView + 'static>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
     wasmtime_wasi::p2::add_to_linker_sync(linker)
 }

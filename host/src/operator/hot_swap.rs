@@ -18,7 +18,7 @@ use kube::api::DynamicObject;
 use kube::runtime::reflector::ObjectRef;
 
 use super::references::ParentKey;
-use super::{Context, reconcile};
+use super::{Context, inputs};
 use crate::modules::{KindInfo, LogicModule, Manifest, ModuleSource, WatchedFile, digest};
 
 /// How far a new module version is trusted.
@@ -274,10 +274,10 @@ fn dry_run(ctx: &Context, active: &LogicModule, candidate: &LogicModule) -> Resu
     let mut checked = 0;
     for parent in parents.iter().filter(|p| p.metadata.deletion_timestamp.is_none()) {
         checked += 1;
-        if reconcile::dry_run(ctx, active, parent).is_err() {
+        if inputs::dry_run(ctx, active, parent).is_err() {
             continue;
         }
-        if let Err(error) = reconcile::dry_run(ctx, candidate, parent) {
+        if let Err(error) = inputs::dry_run(ctx, candidate, parent) {
             let namespace = parent.namespace().unwrap_or_default();
             regressions.push(format!("{namespace}/{}: {error}", parent.name_any()));
             // Enough to refuse: a module that loops would cost its deadline

@@ -15,6 +15,7 @@ mod desired;
 mod events;
 pub mod hot_swap;
 pub mod http;
+mod inputs;
 pub mod kinds;
 pub mod leader;
 pub mod metrics;

@@ -16,7 +16,7 @@ use super::caches::Availability;
 use super::create_or_update::{Outcome, create_or_update};
 use super::delete_unwanted::delete_unwanted;
 use super::desired::{self, DesiredObject, Owner};
-use super::references::Related;
+use super::inputs::{Inputs, inputs};
 use super::status::{write_stalled, write_status};
 use super::{Calls, Context, ParentView, ReconcileError, hot_swap};
 use crate::modules::{CallError, LogicModule};
@@ -218,89 +218,6 @@ async fn reconcile_parent(
         ctx.events.warning(&regarding, "KindNotServed", problem).await;
     }
     Ok(Verdict::Applied)
-}
-
-/// What one reconcile hands the module: the related objects the parent
-/// references (and their keys, for the reference index) and the children it
-/// controls now, all from the caches.
-pub struct Inputs {
-    pub related_keys: BTreeSet<Related>,
-    pub related: Vec<String>,
-    pub current: Vec<(usize, Arc<DynamicObject>)>,
-    pub current_json: Vec<String>,
-}
-
-/// Gathers [`Inputs`] for `parent`, asking `module` which objects it
-/// references. Changes nothing: a dry run uses it too.
-pub fn inputs(
-    ctx: &Context,
-    calls: Calls,
-    module: &LogicModule,
-    parent: &DynamicObject,
-    parent_json: &str,
-) -> Result<Inputs, ReconcileError> {
-    let namespace = parent.metadata.namespace.as_deref().unwrap_or_default();
-    let uid = parent.metadata.uid.as_deref().unwrap_or_default();
-    let references = match ctx.call_as(calls, module, "references", |m| m.references(parent_json)) {
-        Ok(references) => references,
-        // An invalid parent: desired reports it with every path.
-        Err(CallError::Logic(_)) => Vec::new(),
-        Err(source) => return Err(ReconcileError::Module { function: "references", source }),
-    };
-    let mut related_keys = BTreeSet::new();
-    let mut related = Vec::new();
-    for reference in &references {
-        let Some(cache) = ctx
-            .reads
-            .iter()
-            .find(|c| c.kind.resource.group == reference.group && c.kind.resource.kind == reference.kind)
-        else {
-            continue;
-        };
-        let related_namespace = reference.namespace.as_deref().unwrap_or(namespace);
-        related_keys.insert(Related {
-            kind: reference.kind.clone(),
-            namespace: related_namespace.to_owned(),
-            name: reference.name.clone(),
-        });
-        if let Some(object) = cache.get(related_namespace, &reference.name) {
-            related.push(cache.kind.to_json(&object));
-        }
-    }
-    // The children it controls now, from the caches, in manifest order.
-    let current: Vec<(usize, Arc<DynamicObject>)> = ctx
-        .owned
-        .iter()
-        .enumerate()
-        .filter(|(_, cache)| cache.availability() == Availability::Served)
-        .flat_map(|(index, cache)| cache.controlled_by(namespace, uid).into_iter().map(move |object| (index, object)))
-        .collect();
-    let current_json: Vec<String> =
-        current.iter().map(|(index, object)| ctx.owned[*index].kind.to_json(object)).collect();
-    Ok(Inputs { related_keys, related, current, current_json })
-}
-
-/// What `module` would want for `parent` now, checked as a reconcile checks
-/// it, without writing anything: the dry run of a module about to be swapped
-/// in. `Ok` holds how many objects it answered.
-pub fn dry_run(ctx: &Context, module: &LogicModule, parent: &DynamicObject) -> Result<usize, String> {
-    let (Some(namespace), Some(uid)) = (parent.metadata.namespace.as_deref(), parent.metadata.uid.as_deref()) else {
-        return Err(ReconcileError::MissingMetadata.to_string());
-    };
-    let parent_json = ctx.kinds.parent.to_json(parent);
-    let inputs = inputs(ctx, Calls::Unrecorded, module, parent, &parent_json).map_err(|e| e.to_string())?;
-    let answer = ctx
-        .call_as(Calls::Unrecorded, module, "desired", |m| {
-            m.desired(&parent_json, &inputs.current_json, &inputs.related)
-        })
-        .map_err(|e| e.to_string())?;
-    let desired = desired::check(&ctx.kinds.owned, &Owner { namespace, uid }, answer)?;
-    let now = "1970-01-01T00:00:00Z";
-    ctx.call_as(Calls::Unrecorded, module, "status", |m| {
-        m.status(&parent_json, &inputs.current_json, &inputs.related, now, None)
-    })
-    .map_err(|e| e.to_string())?;
-    Ok(desired.len())
 }
 
 /// The module itself failed (trapped, ran out of time or memory, or
