@@ -35,8 +35,8 @@ fn replace(live: &Path, bytes: &[u8]) {
     std::fs::rename(&beside, live).expect("renaming it over the live file");
 }
 
-fn temp_dir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("hot-swap-{}", std::process::id()));
+fn temp_dir(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("hot-swap-{test}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("a temp dir");
     dir
 }
@@ -77,6 +77,10 @@ async fn configmaps(ns: &TestNamespace<'_>) -> Vec<DynamicObject> {
 
 /// Until every Greeting's ConfigMap satisfies `check` (given the parent's index).
 async fn wait_all(ns: &TestNamespace<'_>, what: &str, check: impl Fn(usize, &Value) -> bool) {
+    wait_all_of(ns, PARENTS, what, check).await
+}
+
+async fn wait_all_of(ns: &TestNamespace<'_>, parents: usize, what: &str, check: impl Fn(usize, &Value) -> bool) {
     eventually_within(Duration::from_secs(90), what, || async {
         let all = configmaps(ns).await;
         let good = all
@@ -87,7 +91,7 @@ async fn wait_all(ns: &TestNamespace<'_>, what: &str, check: impl Fn(usize, &Val
                 index.is_some_and(|i| check(i, &c.data["data"]))
             })
             .count();
-        (good == PARENTS).then_some(())
+        (good == parents).then_some(())
     })
     .await;
 }
@@ -108,7 +112,7 @@ async fn a_replaced_module_file_is_verified_swapped_rolled_out_and_rolled_back()
     let v1 = built("greeting.wasm");
     let v2 = built("greeting-v2.wasm");
     let fail_on_later = built("greeting-fail-on-later.wasm");
-    let dir = temp_dir();
+    let dir = temp_dir("pipeline");
     let live = dir.join("greeting.wasm");
     std::fs::write(&live, &v1).expect("installing v1");
 
@@ -118,12 +122,7 @@ async fn a_replaced_module_file_is_verified_swapped_rolled_out_and_rolled_back()
         wasm_operator::modules::LogicModule::from_file(memcached_tests::engine(), &live, false).expect("v1 loads");
     plane.apply_yaml(&module.manifest().crd).await.expect("installing the Greeting CRD");
     let greetings = ns.api(&gvk("example.c5c3.io", "v1", "Greeting", "greetings"));
-    for i in 0..PARENTS {
-        let greeting = json!({"apiVersion": "example.c5c3.io/v1", "kind": "Greeting",
-                              "metadata": {"name": format!("g-{i:03}")}, "spec": {"message": format!("hi {i}")}});
-        let greeting: DynamicObject = serde_json::from_value(greeting).expect("a Greeting");
-        greetings.create(&PostParams::default(), &greeting).await.expect("creating a Greeting");
-    }
+    create_greetings(&greetings, PARENTS).await;
 
     let mut options = options(&ns.namespace);
     options.concurrency = 4;
@@ -210,5 +209,62 @@ async fn a_replaced_module_file_is_verified_swapped_rolled_out_and_rolled_back()
     assert_eq!(configmaps(&ns).await.len(), PARENTS, "nothing deleted");
 
     running.stop().await.expect("a clean stop");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+async fn create_greetings(greetings: &Api<DynamicObject>, count: usize) {
+    for i in 0..count {
+        let greeting = json!({"apiVersion": "example.c5c3.io/v1", "kind": "Greeting",
+                              "metadata": {"name": format!("g-{i:03}")}, "spec": {"message": format!("hi {i}")}});
+        let greeting: DynamicObject = serde_json::from_value(greeting).expect("a Greeting");
+        greetings.create(&PostParams::default(), &greeting).await.expect("creating a Greeting");
+    }
+}
+
+fn quick_swaps(namespace: &str) -> wasm_operator::operator::Options {
+    let mut options = options(namespace);
+    options.swap_policy =
+        SwapPolicy { poll_interval: Duration::from_millis(100), rollout_per_second: 200, ..SwapPolicy::default() };
+    options
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_restarted_mid_swap_comes_up_on_the_declared_module() {
+    const COUNT: usize = 5;
+    let v2 = built("greeting-v2.wasm");
+    let dir = temp_dir("restart");
+    let live = dir.join("greeting.wasm");
+    std::fs::write(&live, built("greeting.wasm")).expect("installing v1");
+    let ns = TestNamespace::new("hot-swap-restart").await;
+    let plane = ns.plane;
+    let load =
+        || wasm_operator::modules::LogicModule::from_file(memcached_tests::engine(), &live, false).expect("loads");
+    let module = load();
+    plane.apply_yaml(&module.manifest().crd).await.expect("installing the Greeting CRD");
+    create_greetings(&ns.api(&gvk("example.c5c3.io", "v1", "Greeting", "greetings")), COUNT).await;
+    let client = || plane.client(control_plane::User::Operator);
+    let first = Running::start_slots(
+        client().await.expect("a client"),
+        vec![ModuleSlot::watching(module, live.clone(), false)],
+        quick_swaps(&ns.namespace),
+    );
+    wait_all_of(&ns, COUNT, "every ConfigMap from v1", |_, d| d["revision"].is_null()).await;
+
+    // The file now declares v2; the operator stops before, during or just
+    // after the swap.
+    replace(&live, &v2);
+    first.stop().await.expect("a clean stop");
+
+    let second = Running::start_slots(
+        client().await.expect("a client"),
+        vec![ModuleSlot::watching(load(), live.clone(), false)],
+        quick_swaps(&ns.namespace),
+    );
+    let active = Operator { running: &second };
+    let wanted = vec![digest(&v2)];
+    eventually("the file's version serving", || async { (active.active_digest() == wanted).then_some(()) }).await;
+    wait_all_of(&ns, COUNT, "every ConfigMap from v2", |_, d| d["revision"] == "2").await;
+    assert_eq!(active.swaps("succeeded") + active.swaps("refused"), 0, "nothing left to swap");
+    second.stop().await.expect("a clean stop");
     let _ = std::fs::remove_dir_all(&dir);
 }
