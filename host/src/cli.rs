@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use clap::{ArgAction, Args, ValueEnum};
+use clap::{ArgAction, Args, Subcommand, ValueEnum};
 
 use crate::modules::{LogicModule, ModuleEngine, ModuleSlot, ModuleSource};
 use crate::operator::api_requests::CountRequestsLayer;
@@ -30,6 +30,35 @@ pub struct Flavor {
 pub struct BuiltIn {
     pub name: &'static str,
     pub bytes: &'static [u8],
+}
+
+/// The commands every binary built on this host has.
+#[derive(Subcommand)]
+pub enum HostCommand {
+    /// Run every module against the cluster kubectl would use (in-cluster
+    /// config, else KUBECONFIG or ~/.kube/config).
+    Run(RunArgs),
+    /// Print each module's CustomResourceDefinition, as the module ships it.
+    Crd,
+    /// Print what each module says of itself (kinds, names) and its digest.
+    Manifest,
+    /// Compile a module ahead of time for this binary and CPU; load the
+    /// result with `--module FILE --allow-precompiled` to start without compiling.
+    Precompile {
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: PathBuf,
+    },
+}
+
+impl HostCommand {
+    pub fn execute(self, flavor: &Flavor, modules: &ModuleArgs) -> Result<ExitCode> {
+        match self {
+            HostCommand::Run(args) => run_command(flavor, modules, args),
+            HostCommand::Crd => crd_command(flavor, modules),
+            HostCommand::Manifest => manifest_command(flavor, modules),
+            HostCommand::Precompile { output } => precompile_command(flavor, modules, &output),
+        }
+    }
 }
 
 /// Which logic modules to load.

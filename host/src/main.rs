@@ -2,11 +2,10 @@
 //! desired state comes from the logic modules given with `--module`; this
 //! binary does the I/O.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
-use wasm_operator::cli::{self, Flavor, ModuleArgs, RunArgs};
+use clap::Parser;
+use wasm_operator::cli::{self, Flavor, HostCommand, ModuleArgs};
 
 const FLAVOR: Flavor = Flavor { binary: "wasm-operator", builtin: None };
 
@@ -20,32 +19,10 @@ struct Cli {
     #[command(flatten)]
     modules: ModuleArgs,
     #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Subcommand)]
-enum Command {
-    /// Run every module against the cluster kubectl would use (in-cluster
-    /// config, else KUBECONFIG or ~/.kube/config).
-    Run(RunArgs),
-    /// Print each module's CustomResourceDefinition, as the module ships it.
-    Crd,
-    /// Print what each module says of itself (kinds, names) and its digest.
-    Manifest,
-    /// Compile a module ahead of time for this binary and CPU; load the
-    /// result with `--module FILE --allow-precompiled` to start without compiling.
-    Precompile {
-        #[arg(short = 'o', long = "output", value_name = "FILE")]
-        output: PathBuf,
-    },
+    command: HostCommand,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    cli::exit(match cli.command {
-        Command::Run(args) => cli::run_command(&FLAVOR, &cli.modules, args),
-        Command::Crd => cli::crd_command(&FLAVOR, &cli.modules),
-        Command::Manifest => cli::manifest_command(&FLAVOR, &cli.modules),
-        Command::Precompile { output } => cli::precompile_command(&FLAVOR, &cli.modules, &output),
-    })
+    cli::exit(cli.command.execute(&FLAVOR, &cli.modules))
 }

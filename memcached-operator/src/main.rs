@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use memcached_operator::typed::MemcachedModule;
 use memcached_operator::{FLAVOR, render};
-use wasm_operator::cli::{self, ModuleArgs, RunArgs};
+use wasm_operator::cli::{self, HostCommand, ModuleArgs};
 
 #[derive(Parser)]
 #[command(
@@ -35,20 +35,10 @@ enum Command {
         #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Yaml)]
         output: Format,
     },
-    /// Print the Memcached CustomResourceDefinition (from the module).
-    Crd,
-    /// Run the operator against the cluster kubectl would use (in-cluster
-    /// config, else KUBECONFIG or ~/.kube/config).
-    Run(RunArgs),
-    /// Print what the module says of itself (kinds, names) and its digest.
-    Manifest,
-    /// Compile the logic module (--module, else the built-in one) ahead of
-    /// time for this binary and CPU; load the result with
-    /// `--module FILE --allow-precompiled` to start without compiling.
-    Precompile {
-        #[arg(short = 'o', long = "output", value_name = "FILE")]
-        output: PathBuf,
-    },
+    /// The generic host's commands: run, crd, manifest, precompile (with the
+    /// built-in module unless --module names others).
+    #[command(flatten)]
+    Host(HostCommand),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -61,10 +51,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     cli::exit(match cli.command {
         Command::Render { file, output } => render_command(&cli.modules, &file, output),
-        Command::Crd => cli::crd_command(&FLAVOR, &cli.modules),
-        Command::Run(args) => cli::run_command(&FLAVOR, &cli.modules, args),
-        Command::Manifest => cli::manifest_command(&FLAVOR, &cli.modules),
-        Command::Precompile { output } => cli::precompile_command(&FLAVOR, &cli.modules, &output),
+        Command::Host(command) => command.execute(&FLAVOR, &cli.modules),
     })
 }
 
