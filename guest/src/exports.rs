@@ -259,16 +259,30 @@ struct IdentityMeta {
     name: Option<String>,
 }
 
+/// An owned object as JSON text, with the kind and name that identify it.
+struct Owned<'a> {
+    kind: Option<String>,
+    name: Option<String>,
+    text: &'a str,
+}
+
+/// Reads each owned object's identity once per call.
+fn identify(owned: &[String]) -> Result<Vec<Owned<'_>>, Error> {
+    owned
+        .iter()
+        .map(|text| {
+            let identity: Identity = from_json("owned object", text)?;
+            Ok(Owned { kind: identity.kind, name: identity.metadata.and_then(|m| m.name), text })
+        })
+        .collect()
+}
+
 /// The current object of `kind` named `name` among `owned`.
-fn current_of<'a>(owned: &'a [String], kind: ChildKind, name: &str) -> Result<Option<&'a str>, Error> {
-    for text in owned {
-        let identity: Identity = from_json("owned object", text)?;
-        let same_name = identity.metadata.and_then(|m| m.name).as_deref() == Some(name);
-        if same_name && identity.kind.as_deref() == Some(kind.info().kind) {
-            return Ok(Some(text));
-        }
-    }
-    Ok(None)
+fn current_of<'a>(owned: &[Owned<'a>], kind: ChildKind, name: &str) -> Option<&'a str> {
+    owned
+        .iter()
+        .find(|o| o.name.as_deref() == Some(name) && o.kind.as_deref() == Some(kind.info().kind))
+        .map(|o| o.text)
 }
 
 /// Every object the parent should own, each with the controller owner
@@ -279,13 +293,14 @@ fn current_of<'a>(owned: &'a [String], kind: ChildKind, name: &str) -> Result<Op
 pub fn desired(parent: &str, owned: &[String], related: &[String]) -> Result<Vec<String>, Error> {
     let memcached = parse_valid(parent)?;
     let secrets = parse_secrets(related)?;
+    let owned = identify(owned)?;
     let name = memcached.metadata.name.as_deref().unwrap_or_default();
     let mut objects = Vec::with_capacity(ChildKind::ALL.len());
     for kind in ChildKind::ALL {
         if !kind.wanted(&memcached) {
             continue;
         }
-        let current = current_of(owned, kind, name)?;
+        let current = current_of(&owned, kind, name);
         objects.push(finish(&memcached, kind.build(&memcached, current, &secrets, Some(&memcached))?)?);
     }
     Ok(objects)
@@ -302,8 +317,9 @@ pub fn status(
 ) -> Result<String, Error> {
     let memcached = parse_memcached(parent)?;
     let name = memcached.metadata.name.as_deref().unwrap_or_default();
-    let deployment: Option<Deployment> =
-        current_of(owned, ChildKind::Deployment, name)?.map(|text| from_json("Deployment", text)).transpose()?;
+    let deployment: Option<Deployment> = current_of(&identify(owned)?, ChildKind::Deployment, name)
+        .map(|text| from_json("Deployment", text))
+        .transpose()?;
     let secrets = parse_secrets(related)?;
     status_json(&memcached, deployment.as_ref(), &secrets, now, problem)
 }

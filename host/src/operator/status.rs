@@ -16,8 +16,7 @@ pub async fn write_status(
     owned: &[String],
     problem: Option<&str>,
 ) -> Result<bool, ReconcileError> {
-    // Kubernetes times have second precision.
-    let now = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+    let now = now();
     let text = ctx
         .call(parent.module, "status", |m| m.status(parent.json, owned, parent.related, &now, problem))
         .map_err(|source| ReconcileError::Module { function: "status", source })?;
@@ -50,6 +49,11 @@ pub async fn write_status(
     Ok(true)
 }
 
+/// The current time as Kubernetes writes it (RFC 3339, second precision).
+fn now() -> String {
+    jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
 fn patch_params(ctx: &Context) -> PatchParams {
     PatchParams { field_manager: Some(ctx.field_manager.clone()), ..PatchParams::default() }
 }
@@ -71,7 +75,7 @@ pub async fn write_stalled(
     let (Some(namespace), Some(name)) = (parent.metadata.namespace.as_deref(), parent.metadata.name.as_deref()) else {
         return Err(ReconcileError::MissingMetadata);
     };
-    let now = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+    let now = now();
     let current = parent.data.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
     let Some(conditions) = with_stalled(current, reason, message, parent.metadata.generation, &now) else {
         return Ok(false);
