@@ -24,6 +24,8 @@ TEST_MODULES := $(TEST_MODULE) $(TEST_MODULE_VARIANTS) $(PY_MODULE)
 
 .PHONY: all build wasm test manifests bench bench-e2e bench-swap run render-samples envtest clean
 .PHONY: playground playground-serve test-embeddings test-browser test-python-module lint
+.PHONY: helm
+.PHONY: go-operator
 
 all: build
 
@@ -67,7 +69,7 @@ lint:
 
 ## test: every test, from a fresh clone (installs what is missing first).
 ## Every suite runs even when an earlier one fails; the exit status says if any did.
-test: build $(TEST_MODULES) $(CONTROL_PLANE)
+test: build $(TEST_MODULES) $(CONTROL_PLANE) helm go-operator
 	@status=0; \
 	$(MAKE) --no-print-directory lint || status=1; \
 	$(CARGO) test --release --workspace --no-fail-fast || status=1; \
@@ -142,7 +144,7 @@ render-samples: $(OPERATOR)
 ## bench-e2e: the operator binary with 100 and 1000 CRs against a local API server; prints a table
 ## (COUNTS=100 for one size; not part of make test)
 COUNTS ?= 100,1000
-bench-e2e: $(OPERATOR)
+bench-e2e: $(OPERATOR) go-operator
 	$(CARGO) build --release -p memcached-e2e --bin bench-e2e
 	target/release/bench-e2e --counts $(COUNTS)
 
@@ -153,9 +155,19 @@ bench-swap: $(HOST) $(TEST_MODULE) target/greeting-v2.wasm target/greeting-v1-re
 	$(CARGO) build --release -p memcached-e2e --bin bench-swap
 	target/release/bench-swap --counts $(SWAP_COUNTS)
 
+## go-operator: build (or find) the C5C3 Go operator v0.4.0 (tests/go-operator/go.mod), cached outside
+## the repo; prints its path (GO_OPERATOR_BINARY=path skips the build). bench-e2e and tests/migration.rs run it.
+go-operator:
+	@bash scripts/go-operator.sh
+
 ## envtest: build (or find) etcd, kube-apiserver, kube-controller-manager and kubectl; prints the folder
 envtest:
 	@bash scripts/envtest.sh
+
+## helm: build (or find: HELM_BINARY) helm from the Go module pinned in tests/helm/go.mod; prints its path.
+## charts/memcached-operator uses it; tests/helm.rs tests the chart with it
+helm:
+	@bash scripts/helm.sh
 
 clean:
 	$(CARGO) clean
