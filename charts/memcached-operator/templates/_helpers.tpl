@@ -1,0 +1,59 @@
+{{/* app.kubernetes.io/name: the chart's name, or nameOverride. */}}
+{{- define "memcached-operator.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+The objects' names: fullnameOverride, else the release name when it already
+holds the chart's name (a release called memcached-operator gets deploy/'s
+names), else RELEASE-NAME.
+*/}}
+{{- define "memcached-operator.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := include "memcached-operator.name" . }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+What the pods are selected by: deploy/'s one label, so a Deployment applied
+from deploy/ and one from this chart select the same pods (a selector cannot
+change later).
+*/}}
+{{- define "memcached-operator.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "memcached-operator.name" . }}
+{{- end }}
+
+{{/* Every object's labels: the selector's and Helm's standard ones. */}}
+{{- define "memcached-operator.labels" -}}
+{{ include "memcached-operator.selectorLabels" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "memcached-operator.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "memcached-operator.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- required "serviceAccount.name: the existing ServiceAccount to run as (serviceAccount.create is false)" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "memcached-operator.leaderElectionId" -}}
+{{- default (include "memcached-operator.fullname" .) .Values.leaderElection.id }}
+{{- end }}
+
+{{/* The ServiceAccount as an RBAC subject. */}}
+{{- define "memcached-operator.subjects" -}}
+- kind: ServiceAccount
+  name: {{ include "memcached-operator.serviceAccountName" . }}
+  namespace: {{ .Release.Namespace }}
+{{- end }}
