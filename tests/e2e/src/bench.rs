@@ -1,50 +1,63 @@
-//! `make bench-e2e`: the operator binary against a real control plane with N
-//! Memcached CRs, every feature on.
+//! `make bench-e2e`: our operator binary and the C5C3 Go operator v0.4.0
+//! (controller-runtime; `scripts/go-operator.sh` builds it, webhooks off),
+//! each against a fresh, identical control plane with the same N Memcached
+//! CRs, printed side by side.
 //!
 //! ```text
 //! bench-e2e [--counts 100,1000] [--namespaces 4] [--concurrency 8]
-//!           [--resync-period 30s] [--out target/bench-e2e/results.md]
+//!           [--resync-period 30s] [--only-ours] [--out target/bench-e2e/results.md]
 //! ```
 //!
-//! For each N: a fresh control plane (etcd + kube-apiserver with its audit
-//! log; no controller manager, whose garbage collector would only add load),
-//! the CRDs, N copies of `deploy/samples/everything.yaml` with unique names
-//! spread over a few namespaces (each namespace with the two Secrets the
-//! sample references), and `target/release/memcached-operator run
-//! --leader-elect=false` as a separate process, authenticated as the
+//! For each N and each operator: a fresh control plane (etcd +
+//! kube-apiserver with its audit log; no controller manager, whose garbage
+//! collector would only add load), that operator's own CRDs (ours from
+//! deploy/crd and tests/crds, the Go operator's from its module), N CRs
+//! cycling through every `deploy/samples/*.yaml` (minimal, monitoring, HA,
+//! autoscaling, network policy, SASL, TLS, everything) with unique names
+//! spread over a few namespaces (each with the two Secrets the samples
+//! reference), and the operator as a separate process, authenticated as the
 //! `memcached-operator` user (bound to cluster-admin) so the audit log tells
 //! its requests from ours. Measured:
 //!
 //! - converged: from the first create until every CR has
-//!   status.observedGeneration == metadata.generation and all six owned
-//!   objects exist (there is no kubelet: pods never run, so convergence is
-//!   about objects, not readiness);
-//! - API requests per CR until then, from the operator's own
-//!   `wasm_operator_api_requests_total` and from the audit log;
-//! - writes during one idle resync (after convergence, until every CR was
-//!   reconciled once more by `--resync-period`), events and leases aside;
-//! - the operator's peak RSS (VmHWM) and CPU time.
+//!   status.observedGeneration == metadata.generation and every object its
+//!   sample renders to (`memcached-operator render`) exists, controlled by it
+//!   (there is no kubelet: pods never run, so convergence is about objects);
+//! - reconciles (each operator's own counter) and writes per CR until then,
+//!   the writes from the audit log;
+//! - ours only: writes during one idle resync (`--resync-period`; the Go
+//!   operator has no such flag and resyncs every 10 h);
+//! - both: writes during an idle touch, an annotation added to every CR,
+//!   which changes nothing either operator renders;
+//! - peak RSS (VmHWM), CPU seconds to converge, and memory per CR (RSS after
+//!   the idle passes minus RSS before the first CR, over N).
 
+mod compare;
 mod loopback;
+mod operators;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use control_plane::{AuditEvent, ControlPlane, Options, User};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Namespace, Secret};
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, ObjectMeta, PostParams};
+use kube::api::{
+    Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, ObjectMeta, Patch, PatchParams, PostParams,
+};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
-use loopback::http_get;
+use operators::{Binaries, Flavor, OperatorProcess, OursFlags, Requests};
 use serde_json::Value;
 
 const OPERATOR_USER: &str = "memcached-operator";
 const CONVERGE_TIMEOUT: Duration = Duration::from_secs(600);
-/// CRs created at once by the bench (admin client).
+/// CRs created (and touched) at once by the bench (admin client).
 const CREATE_PARALLELISM: usize = 16;
+/// The annotation the idle touch adds: neither operator renders it.
+const TOUCH_ANNOTATION: &str = "bench.c5c3.io/touched";
 
 #[derive(Debug, thiserror::Error)]
 enum BenchError {
@@ -81,10 +94,10 @@ struct Config {
     resync_flag: String,
     out: PathBuf,
     operator: PathBuf,
+    only_ours: bool,
 }
 
-const USAGE: &str =
-    "usage: bench-e2e [--counts 100,1000] [--namespaces 4] [--concurrency 8] [--resync-period 30s] [--out FILE]";
+const USAGE: &str = "usage: bench-e2e [--counts 100,1000] [--namespaces 4] [--concurrency 8] [--resync-period 30s] [--only-ours] [--out FILE]";
 
 fn parse_args(root: &Path, mut args: impl Iterator<Item = String>) -> Result<Config, BenchError> {
     let mut config = Config {
@@ -95,6 +108,7 @@ fn parse_args(root: &Path, mut args: impl Iterator<Item = String>) -> Result<Con
         resync_flag: "30s".into(),
         out: root.join("target/bench-e2e/results.md"),
         operator: root.join("target/release/memcached-operator"),
+        only_ours: false,
     };
     let usage = |message: String| BenchError::Usage(format!("{message}\n{USAGE}"));
     while let Some(arg) = args.next() {
@@ -126,6 +140,7 @@ fn parse_args(root: &Path, mut args: impl Iterator<Item = String>) -> Result<Con
             }
             "--out" => config.out = PathBuf::from(value()?),
             "--operator" => config.operator = PathBuf::from(value()?),
+            "--only-ours" => config.only_ours = true,
             "-h" | "--help" => return Err(BenchError::Usage(USAGE.into())),
             other => return Err(usage(format!("unknown argument {other:?}"))),
         }
@@ -170,27 +185,41 @@ fn main() -> ExitCode {
     }
 }
 
+/// One sample CR the bench cycles through, and how many objects it owns.
+struct Sample {
+    name: String,
+    object: Value,
+    children: usize,
+}
+
 async fn run(root: &Path, config: &Config) -> Result<(), BenchError> {
     if !config.operator.is_file() {
         return Err(BenchError::Usage(format!("{} is missing; `make bench-e2e` builds it", config.operator.display())));
     }
-    let sample_path = root.join("deploy/samples/everything.yaml");
-    let template = read_sample(&sample_path)?;
+    let (go, go_crds) = if config.only_ours { Default::default() } else { operators::go_operator(root)? };
+    let binaries = Binaries { ours: config.operator.clone(), go, go_crds };
+    let samples = read_samples(&root.join("deploy/samples"), &config.operator)?;
     let logs = root.join("target/bench-e2e");
     std::fs::create_dir_all(&logs).map_err(io(format!("creating {}", logs.display())))?;
     let machine = machine_line();
-    progress(&format!("{machine}; resync period {}, operator concurrency {}", config.resync_flag, config.concurrency));
+    progress(&format!(
+        "{machine}; samples {}; resync period {}, our concurrency {}",
+        samples.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", "),
+        config.resync_flag,
+        config.concurrency
+    ));
 
+    let flavors: &[Flavor] = if config.only_ours { &[Flavor::Ours] } else { &[Flavor::Ours, Flavor::Go] };
     let mut rows = Vec::new();
     for &count in &config.counts {
-        rows.push(run_one(config, &template, count, &logs).await?);
-        let table = table(&rows, config, &machine);
-        if rows.len() == config.counts.len() {
-            println!("\n{table}");
+        for &flavor in flavors {
+            rows.push(run_one(config, &binaries, flavor, &samples, count, &logs).await?);
+            let text = format!("{}\n{}", table(&rows, config, &samples, &machine), compare::table(&rows));
+            std::fs::write(&config.out, &text).map_err(io(format!("writing {}", config.out.display())))?;
         }
-        std::fs::write(&config.out, &table).map_err(io(format!("writing {}", config.out.display())))?;
     }
-    progress(&format!("table written to {}", config.out.display()));
+    println!("\n{}\n{}", table(&rows, config, &samples, &machine), compare::table(&rows));
+    progress(&format!("tables written to {}", config.out.display()));
     Ok(())
 }
 
@@ -207,25 +236,53 @@ fn machine_line() -> String {
     format!("{cores} cores, load average {load} at start")
 }
 
-fn read_sample(path: &Path) -> Result<Value, BenchError> {
-    let text = std::fs::read_to_string(path).map_err(io(format!("reading {}", path.display())))?;
-    let sample: Value = serde_norway::from_str(&text)
-        .map_err(|e| BenchError::Sample { path: path.to_owned(), message: e.to_string() })?;
-    if sample.pointer("/spec").is_none_or(Value::is_null) {
-        return Err(BenchError::Sample { path: path.to_owned(), message: "no spec".into() });
+/// Every sample, by file name, with the number of objects ours renders for it.
+fn read_samples(folder: &Path, operator: &Path) -> Result<Vec<Sample>, BenchError> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(folder)
+        .map_err(io(format!("reading {}", folder.display())))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    paths.sort();
+    let mut samples = Vec::new();
+    for path in paths {
+        let sample_error = |message: String| BenchError::Sample { path: path.clone(), message };
+        let text = std::fs::read_to_string(&path).map_err(io(format!("reading {}", path.display())))?;
+        let object: Value = serde_norway::from_str(&text).map_err(|e| sample_error(e.to_string()))?;
+        if object.pointer("/spec").is_none_or(Value::is_null) {
+            return Err(sample_error("no spec".into()));
+        }
+        let rendered = Command::new(operator)
+            .args(["render", "-o", "json", "-f"])
+            .arg(&path)
+            .stderr(Stdio::inherit())
+            .output()
+            .map_err(io(format!("running {} render", operator.display())))?;
+        let list: Value = serde_json::from_slice(&rendered.stdout)
+            .map_err(|e| sample_error(format!("`render -o json` printed no JSON list: {e}")))?;
+        let children = list["items"].as_array().map_or(0, Vec::len);
+        if !rendered.status.success() || children == 0 {
+            return Err(sample_error(format!("`render` renders no object ({})", rendered.status)));
+        }
+        let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        samples.push(Sample { name, object, children });
     }
-    Ok(sample)
+    if samples.is_empty() {
+        return Err(BenchError::Usage(format!("no sample in {}", folder.display())));
+    }
+    Ok(samples)
 }
 
 fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
     ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
 }
 
+/// Both operators' CRDs serve v1alpha1 (the Go operator's stores v1beta1).
 fn memcached_resource() -> ApiResource {
     resource("memcached.c5c3.io", "v1alpha1", "Memcached", "memcacheds")
 }
 
-/// What the everything sample owns: one of each.
+/// Every kind a Memcached may own.
 fn owned_resources() -> Vec<ApiResource> {
     vec![
         resource("apps", "v1", "Deployment", "deployments"),
@@ -237,30 +294,41 @@ fn owned_resources() -> Vec<ApiResource> {
     ]
 }
 
-/// One row of the table.
-struct Row {
+/// One operator at one size.
+pub struct Row {
+    flavor: Flavor,
     crs: usize,
     applied: Duration,
     converged: Duration,
     reconciles: u64,
-    /// From the operator's metrics, until converged.
-    requests: Requests,
+    /// From our operator's metrics, until converged (the Go operator has none).
+    requests: Option<Requests>,
     /// From the audit log, until converged.
     audit: AuditCounts,
-    idle_reconciles: u64,
-    idle: AuditCounts,
-    idle_window: Duration,
+    /// Ours only: one `--resync-period`.
+    resync: Option<IdlePass>,
+    touch: IdlePass,
+    /// VmRSS once ready, before the first CR.
+    start_rss_kib: u64,
+    /// VmHWM at the end of the run.
     peak_rss_kib: u64,
-    /// VmRSS after the idle resync.
+    /// VmRSS after the idle passes.
     idle_rss_kib: u64,
-    cpu_seconds: f64,
+    cpu_to_converge: f64,
 }
 
-#[derive(Default, Clone, Copy)]
-struct Requests {
-    reads: u64,
-    writes: u64,
-    watches: u64,
+impl Row {
+    /// KiB of resident memory per CR, once idle.
+    fn kib_per_cr(&self) -> f64 {
+        self.idle_rss_kib.saturating_sub(self.start_rss_kib) as f64 / self.crs as f64
+    }
+}
+
+/// An idle pass: reconciles it caused and the operator's requests meanwhile.
+struct IdlePass {
+    reconciles: u64,
+    audit: AuditCounts,
+    window: Duration,
 }
 
 /// The operator's requests in the audit log, by what they touched.
@@ -296,6 +364,7 @@ impl AuditCounts {
         counts
     }
 
+    /// Every write but leases.
     fn writes(&self) -> usize {
         self.child_writes + self.status_writes + self.event_writes + self.other_writes.values().sum::<usize>()
     }
@@ -305,10 +374,38 @@ fn is_owned(resource: &str) -> bool {
     owned_resources().iter().any(|r| r.plural == resource)
 }
 
-async fn run_one(config: &Config, template: &Value, count: usize, logs: &Path) -> Result<Row, BenchError> {
-    progress(&format!("N={count}: starting a control plane"));
+async fn install_crds(plane: &ControlPlane, flavor: Flavor, binaries: &Binaries) -> Result<(), BenchError> {
+    match flavor {
+        Flavor::Ours => plane.install_crds().await?,
+        Flavor::Go => {
+            let folder = &binaries.go_crds;
+            let mut files: Vec<PathBuf> = std::fs::read_dir(folder)
+                .map_err(io(format!("reading {}", folder.display())))?
+                .filter_map(|entry| entry.ok().map(|e| e.path()))
+                .filter(|path| path.extension().is_some_and(|e| e == "yaml"))
+                .collect();
+            files.sort();
+            for file in files {
+                let text = std::fs::read_to_string(&file).map_err(io(format!("reading {}", file.display())))?;
+                plane.apply_yaml(&text).await?;
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn run_one(
+    config: &Config,
+    binaries: &Binaries,
+    flavor: Flavor,
+    samples: &[Sample],
+    count: usize,
+    logs: &Path,
+) -> Result<Row, BenchError> {
+    let label = format!("N={count} {}", flavor.label());
+    progress(&format!("{label}: starting a control plane"));
     let plane = ControlPlane::start_with(Options { controller_manager: false, audit_log: true, ..Options::default() })?;
-    plane.install_crds().await?;
+    install_crds(&plane, flavor, binaries).await?;
     let admin = plane.client(User::Admin).await?;
     plane
         .apply_yaml(&format!(
@@ -323,10 +420,12 @@ async fn run_one(config: &Config, template: &Value, count: usize, logs: &Path) -
         create_namespace_with_secrets(&admin, namespace).await?;
     }
 
-    let log = logs.join(format!("operator-{count}.log"));
-    let mut operator = OperatorProcess::spawn(config, &plane.kubeconfig(User::Operator), &log)?;
-    progress(&format!("N={count}: operator pid {} (log {})", operator.pid(), log.display()));
+    let log = logs.join(format!("operator-{}-{count}.log", if flavor == Flavor::Ours { "ours" } else { "go" }));
+    let ours_flags = OursFlags { concurrency: config.concurrency, resync: &config.resync_flag };
+    let mut operator = OperatorProcess::spawn(flavor, binaries, &ours_flags, &plane.kubeconfig(User::Operator), &log)?;
+    progress(&format!("{label}: operator pid {} (log {})", operator.pid(), log.display()));
     operator.wait_ready().await?;
+    let start_usage = operator.usage()?;
     let before = operator.scrape().await?;
     let mark = plane.audit_mark()?;
 
@@ -334,9 +433,10 @@ async fn run_one(config: &Config, template: &Value, count: usize, logs: &Path) -
     let memcacheds: Api<DynamicObject> = Api::all_with(admin.clone(), &memcached_resource());
     let mut statuses = watcher(memcacheds, watcher::Config::default()).default_backoff().applied_objects().boxed();
 
-    progress(&format!("N={count}: creating {count} Memcacheds in {} namespaces", namespaces.len()));
+    progress(&format!("{label}: creating {count} Memcacheds in {} namespaces", namespaces.len()));
     let started = Instant::now();
-    let creating = tokio::spawn(create_all(admin.clone(), template.clone(), count, namespaces.clone()));
+    let objects: Vec<Value> = samples.iter().map(|s| s.object.clone()).collect();
+    let creating = tokio::spawn(create_all(admin.clone(), objects, count, namespaces.clone()));
     let mut creating = Some(creating);
     let mut applied = None;
     let mut converged: HashSet<(String, String)> = HashSet::new();
@@ -349,7 +449,7 @@ async fn run_one(config: &Config, template: &Value, count: usize, logs: &Path) -
                 Err(join) => return Err(BenchError::Usage(format!("creating the CRs: {join}"))),
             }
             applied = Some(started.elapsed());
-            progress(&format!("N={count}: all created after {:.1}s", started.elapsed().as_secs_f64()));
+            progress(&format!("{label}: all created after {:.1}s", started.elapsed().as_secs_f64()));
             creating = None;
         }
         let next = tokio::time::timeout_at(
@@ -380,7 +480,7 @@ async fn run_one(config: &Config, template: &Value, count: usize, logs: &Path) -
         }
         if last_report.elapsed() > Duration::from_secs(15) {
             progress(&format!(
-                "N={count}: {}/{count} converged after {:.0}s",
+                "{label}: {}/{count} converged after {:.0}s",
                 converged.len(),
                 started.elapsed().as_secs_f64()
             ));
@@ -398,7 +498,7 @@ async fn run_one(config: &Config, template: &Value, count: usize, logs: &Path) -
     }
     // Then every owned object must exist.
     loop {
-        let missing = missing_children(&admin, count).await?;
+        let missing = missing_children(&admin, samples, count).await?;
         if missing == 0 {
             break;
         }
@@ -412,13 +512,74 @@ async fn run_one(config: &Config, template: &Value, count: usize, logs: &Path) -
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     let converged_after = started.elapsed();
+    let converge_usage = operator.usage()?;
     let at_convergence = operator.scrape().await?;
     plane.audit_sync().await?;
     let audit = AuditCounts::of(&plane.audit_events_since(mark)?);
-    progress(&format!("N={count}: converged after {:.1}s", converged_after.as_secs_f64()));
+    progress(&format!("{label}: converged after {:.1}s", converged_after.as_secs_f64()));
 
-    // One idle resync: let trailing reconciles settle, then wait until every
-    // CR was reconciled once more.
+    let quiet = settle(&mut operator).await?;
+    let resync = match flavor {
+        Flavor::Ours => {
+            progress(&format!("{label}: idle; waiting for one resync ({})", config.resync_flag));
+            let pass = idle_pass(&plane, &mut operator, count, quiet, config.resync + Duration::from_secs(120)).await?;
+            Some(pass)
+        }
+        Flavor::Go => None,
+    };
+    let quiet = settle(&mut operator).await?;
+    progress(&format!("{label}: idle; touching every CR"));
+    let touching = tokio::spawn(touch_all(admin.clone(), count, namespaces.clone()));
+    let touch = idle_pass(&plane, &mut operator, count, quiet, Duration::from_secs(180)).await?;
+    match touching.await {
+        Ok(result) => result?,
+        Err(join) => return Err(BenchError::Usage(format!("touching the CRs: {join}"))),
+    }
+
+    let end_usage = operator.usage()?;
+    operator.stop();
+    drop(plane);
+
+    let requests = match (at_convergence.requests, before.requests) {
+        (Some(after), Some(before)) => Some(Requests {
+            reads: after.reads - before.reads,
+            writes: after.writes - before.writes,
+            watches: after.watches,
+        }),
+        _ => None,
+    };
+    let row = Row {
+        flavor,
+        crs: count,
+        applied: applied.unwrap_or(converged_after),
+        converged: converged_after,
+        reconciles: at_convergence.reconciles - before.reconciles,
+        requests,
+        audit,
+        resync,
+        touch,
+        start_rss_kib: start_usage.rss_kib,
+        peak_rss_kib: end_usage.peak_rss_kib,
+        idle_rss_kib: end_usage.rss_kib,
+        cpu_to_converge: converge_usage.cpu_seconds - start_usage.cpu_seconds,
+    };
+    for (name, pass) in [("resync", row.resync.as_ref()), ("touch", Some(&row.touch))] {
+        if let Some(pass) = pass.filter(|p| p.audit.child_writes + p.audit.status_writes > 0) {
+            progress(&format!(
+                "{label}: WRITES DURING THE IDLE {name}: {} children, {} status, other {:?} (see {})",
+                pass.audit.child_writes,
+                pass.audit.status_writes,
+                pass.audit.other_writes,
+                log.display()
+            ));
+        }
+    }
+    Ok(row)
+}
+
+/// Waits until the operator's reconcile counter stands still for 3 s (60 s
+/// at most) and returns it.
+async fn settle(operator: &mut OperatorProcess) -> Result<u64, BenchError> {
     let mut quiet = operator.scrape().await?.reconciles;
     let settle_deadline = Instant::now() + Duration::from_secs(60);
     let mut quiet_for = 0;
@@ -432,64 +593,40 @@ async fn run_one(config: &Config, template: &Value, count: usize, logs: &Path) -
             quiet_for = 0;
         }
     }
-    progress(&format!("N={count}: idle; waiting for one resync ({})", config.resync_flag));
-    let idle_mark = plane.audit_mark()?;
-    let idle_started = Instant::now();
-    let idle_deadline = idle_started + config.resync + Duration::from_secs(120);
-    let idle_reconciles = loop {
-        operator.check_alive()?;
+    Ok(quiet)
+}
+
+/// Waits until every CR was reconciled once more than `quiet` (within
+/// `limit`), then counts the operator's requests meanwhile.
+async fn idle_pass(
+    plane: &ControlPlane,
+    operator: &mut OperatorProcess,
+    count: usize,
+    quiet: u64,
+    limit: Duration,
+) -> Result<IdlePass, BenchError> {
+    let mark = plane.audit_mark()?;
+    let started = Instant::now();
+    loop {
         let done = operator.scrape().await?.reconciles.saturating_sub(quiet);
         if done >= count as u64 {
-            break done;
+            break;
         }
-        if Instant::now() > idle_deadline {
+        if started.elapsed() > limit {
             return Err(BenchError::Timeout {
-                what: format!("an idle resync of {count} CRs ({done} reconciled)"),
-                seconds: idle_deadline.duration_since(idle_started).as_secs(),
+                what: format!("an idle pass over {count} CRs ({done} reconciled)"),
+                seconds: limit.as_secs(),
             });
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
-    };
+    }
     // The last reconciles' requests, if any, reach the log.
     tokio::time::sleep(Duration::from_secs(2)).await;
     plane.audit_sync().await?;
-    let idle = AuditCounts::of(&plane.audit_events_since(idle_mark)?);
-    let idle_window = idle_started.elapsed();
-    let idle_reconciles = operator.scrape().await?.reconciles.saturating_sub(quiet).max(idle_reconciles);
-
-    let usage = operator.usage()?;
-    operator.stop();
-    drop(plane);
-
-    let requests = Requests {
-        reads: at_convergence.requests.reads - before.requests.reads,
-        writes: at_convergence.requests.writes - before.requests.writes,
-        watches: at_convergence.requests.watches,
-    };
-    let row = Row {
-        crs: count,
-        applied: applied.unwrap_or(converged_after),
-        converged: converged_after,
-        reconciles: at_convergence.reconciles - before.reconciles,
-        requests,
-        audit,
-        idle_reconciles,
-        idle,
-        idle_window,
-        peak_rss_kib: usage.peak_rss_kib,
-        idle_rss_kib: usage.rss_kib,
-        cpu_seconds: usage.cpu_seconds,
-    };
-    if !row.idle.other_writes.is_empty() || row.idle.child_writes + row.idle.status_writes > 0 {
-        progress(&format!(
-            "N={count}: WRITES DURING THE IDLE RESYNC: {} children, {} status, other {:?} (see {})",
-            row.idle.child_writes,
-            row.idle.status_writes,
-            row.idle.other_writes,
-            log.display()
-        ));
-    }
-    Ok(row)
+    let audit = AuditCounts::of(&plane.audit_events_since(mark)?);
+    let window = started.elapsed();
+    let reconciles = operator.scrape().await?.reconciles.saturating_sub(quiet);
+    Ok(IdlePass { reconciles, audit, window })
 }
 
 fn is_converged(object: &DynamicObject) -> bool {
@@ -526,13 +663,27 @@ async fn create_namespace_with_secrets(client: &Client, namespace: &str) -> Resu
     Ok(())
 }
 
-async fn create_all(client: Client, template: Value, count: usize, namespaces: Vec<String>) -> Result<(), BenchError> {
+/// CR `i`: named `cache-i`, in namespace `i mod namespaces`, from sample `i mod samples`.
+fn cr_name(i: usize) -> String {
+    format!("cache-{i:05}")
+}
+
+fn cr_index(name: &str) -> Option<usize> {
+    name.strip_prefix("cache-")?.parse().ok()
+}
+
+async fn create_all(
+    client: Client,
+    samples: Vec<Value>,
+    count: usize,
+    namespaces: Vec<String>,
+) -> Result<(), BenchError> {
     let resource = memcached_resource();
     futures::stream::iter(0..count)
         .map(|i| {
             let namespace = &namespaces[i % namespaces.len()];
-            let mut object = template.clone();
-            object["metadata"] = serde_json::json!({ "name": format!("cache-{i:04}"), "namespace": namespace });
+            let mut object = samples[i % samples.len()].clone();
+            object["metadata"] = serde_json::json!({ "name": cr_name(i), "namespace": namespace });
             let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &resource);
             async move {
                 let object: DynamicObject = serde_json::from_value(object)
@@ -546,236 +697,120 @@ async fn create_all(client: Client, template: Value, count: usize, namespaces: V
         .await
 }
 
-/// How many of the 6 × count owned objects are missing (by controller owner).
-async fn missing_children(client: &Client, count: usize) -> Result<usize, BenchError> {
+/// Adds the touch annotation to every CR (no spec change: no new generation).
+async fn touch_all(client: Client, count: usize, namespaces: Vec<String>) -> Result<(), BenchError> {
+    let resource = memcached_resource();
+    let patch = serde_json::json!({ "metadata": { "annotations": { TOUCH_ANNOTATION: "1" } } });
+    futures::stream::iter(0..count)
+        .map(|i| {
+            let api: Api<DynamicObject> =
+                Api::namespaced_with(client.clone(), &namespaces[i % namespaces.len()], &resource);
+            let patch = &patch;
+            async move {
+                api.patch(&cr_name(i), &PatchParams::default(), &Patch::Merge(patch)).await?;
+                Ok::<_, BenchError>(())
+            }
+        })
+        .buffer_unordered(CREATE_PARALLELISM)
+        .try_collect::<()>()
+        .await
+}
+
+/// How many of the objects the CRs' samples render to are missing (counted
+/// by controller owner; a CR not created yet misses all of its own).
+async fn missing_children(client: &Client, samples: &[Sample], count: usize) -> Result<usize, BenchError> {
+    let expected = |i: usize| samples[i % samples.len()].children;
     let parents: Api<DynamicObject> = Api::all_with(client.clone(), &memcached_resource());
-    let uids: HashSet<String> =
-        parents.list(&ListParams::default()).await?.items.iter().filter_map(|p| p.uid()).collect();
-    let mut missing = 0;
+    let mut want: HashMap<String, usize> = HashMap::new();
+    for parent in parents.list(&ListParams::default()).await?.items {
+        if let (Some(uid), Some(i)) = (parent.uid(), cr_index(&parent.name_any())) {
+            want.insert(uid, expected(i));
+        }
+    }
+    let mut have: HashMap<String, usize> = HashMap::new();
     for kind in owned_resources() {
         let api: Api<DynamicObject> = Api::all_with(client.clone(), &kind);
-        let mut owners: HashMap<String, usize> = HashMap::new();
         for object in api.list(&ListParams::default()).await?.items {
             for owner in object.owner_references().iter().filter(|o| o.controller == Some(true)) {
-                *owners.entry(owner.uid.clone()).or_default() += 1;
+                *have.entry(owner.uid.clone()).or_default() += 1;
             }
         }
-        missing += uids.iter().filter(|uid| !owners.contains_key(*uid)).count();
     }
-    missing += count.saturating_sub(uids.len()) * owned_resources().len();
+    let mut missing: usize = want.iter().map(|(uid, n)| n.saturating_sub(have.get(uid).copied().unwrap_or(0))).sum();
+    // CRs not listed yet.
+    let listed = want.len();
+    missing += (listed..count).map(expected).sum::<usize>();
     Ok(missing)
-}
-
-/// The operator as a child process; stopped (SIGTERM, then SIGKILL) on drop.
-struct OperatorProcess {
-    child: Child,
-    log: PathBuf,
-    metrics: String,
-    health: String,
-    stopped: bool,
-}
-
-struct Usage {
-    peak_rss_kib: u64,
-    rss_kib: u64,
-    cpu_seconds: f64,
-}
-
-struct Scrape {
-    requests: Requests,
-    reconciles: u64,
-}
-
-fn free_port() -> Result<u16, BenchError> {
-    loopback::free_port().map_err(io("finding a free port"))
-}
-
-impl OperatorProcess {
-    fn spawn(config: &Config, kubeconfig: &Path, log: &Path) -> Result<Self, BenchError> {
-        let metrics = format!("127.0.0.1:{}", free_port()?);
-        let health = format!("127.0.0.1:{}", free_port()?);
-        let file = std::fs::File::create(log).map_err(io(format!("creating {}", log.display())))?;
-        let child = Command::new(&config.operator)
-            .args(["run", "--leader-elect=false", "--log-format", "json"])
-            .args(["--concurrency", &config.concurrency.to_string()])
-            .args(["--resync-period", &config.resync_flag])
-            .args(["--metrics-bind-address", &metrics, "--health-probe-bind-address", &health])
-            .env("KUBECONFIG", kubeconfig)
-            .env_remove("WATCH_NAMESPACE")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(file)
-            .spawn()
-            .map_err(io(format!("starting {}", config.operator.display())))?;
-        Ok(Self { child, log: log.to_owned(), metrics, health, stopped: false })
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    fn check_alive(&mut self) -> Result<(), BenchError> {
-        match self.child.try_wait() {
-            Ok(None) => Ok(()),
-            Ok(Some(status)) => {
-                self.stopped = true;
-                Err(BenchError::OperatorExited { status: status.to_string(), tail: log_tail(&self.log) })
-            }
-            Err(error) => Err(io("checking the operator process")(error)),
-        }
-    }
-
-    async fn wait_ready(&mut self) -> Result<(), BenchError> {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            self.check_alive()?;
-            if let Ok((200, _)) = http_get(&self.health, "/readyz").await {
-                return Ok(());
-            }
-            if Instant::now() > deadline {
-                return Err(BenchError::Timeout { what: "the operator's /readyz".into(), seconds: 60 });
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-
-    async fn scrape(&mut self) -> Result<Scrape, BenchError> {
-        self.check_alive()?;
-        let (status, body) =
-            http_get(&self.metrics, "/metrics").await.map_err(|e| BenchError::Metrics(e.to_string()))?;
-        if status != 200 {
-            return Err(BenchError::Metrics(format!("HTTP {status}")));
-        }
-        let requests = |verb: &str| metric_sum(&body, "wasm_operator_api_requests_total", &format!("verb=\"{verb}\""));
-        Ok(Scrape {
-            requests: Requests {
-                reads: requests("read"),
-                writes: ["create", "update", "patch", "delete"].iter().map(|v| requests(v)).sum(),
-                watches: requests("watch"),
-            },
-            reconciles: metric_sum(&body, "wasm_operator_reconciles_total", ""),
-        })
-    }
-
-    /// Peak and current RSS, and CPU seconds (user + system) so far.
-    fn usage(&self) -> Result<Usage, BenchError> {
-        let pid = self.pid();
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
-            .map_err(io("reading the operator's /proc status"))?;
-        let kib = |field: &str| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(field))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-                .unwrap_or(0)
-        };
-        let stat =
-            std::fs::read_to_string(format!("/proc/{pid}/stat")).map_err(io("reading the operator's /proc stat"))?;
-        // Fields after the command (which may hold spaces) start at field 3.
-        let fields: Vec<&str> =
-            stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
-        let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-        // utime and stime are fields 14 and 15, i.e. 11 and 12 after the command.
-        // SAFETY: sysconf has no preconditions.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-        Ok(Usage {
-            peak_rss_kib: kib("VmHWM:"),
-            rss_kib: kib("VmRSS:"),
-            cpu_seconds: (ticks(11) + ticks(12)) as f64 / hz,
-        })
-    }
-
-    fn stop(&mut self) {
-        if self.stopped {
-            return;
-        }
-        self.stopped = true;
-        if let Ok(pid) = libc::pid_t::try_from(self.child.id()) {
-            // SAFETY: signalling our own child, which we have not reaped yet.
-            unsafe { libc::kill(pid, libc::SIGTERM) };
-        }
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for OperatorProcess {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
-fn log_tail(path: &Path) -> String {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(20)..].join("\n")
-}
-
-/// The sum of every sample of `name` whose labels contain `labels`.
-fn metric_sum(text: &str, name: &str, labels: &str) -> u64 {
-    text.lines()
-        .filter(|line| !line.starts_with('#'))
-        .filter_map(|line| {
-            let (series, value) = line.rsplit_once(' ')?;
-            let rest = series.strip_prefix(name)?;
-            (rest.is_empty() || rest.starts_with('{')).then_some(())?;
-            rest.contains(labels).then_some(())?;
-            value.parse::<f64>().ok()
-        })
-        .sum::<f64>() as u64
 }
 
 fn per_cr(total: usize, crs: usize) -> String {
     format!("{:.1}", total as f64 / crs as f64)
 }
 
-fn table(rows: &[Row], config: &Config, machine: &str) -> String {
+fn idle_cell(pass: Option<&IdlePass>) -> String {
+    match pass {
+        None => "–".into(),
+        Some(pass) => {
+            let writes =
+                pass.audit.child_writes + pass.audit.status_writes + pass.audit.other_writes.values().sum::<usize>();
+            format!(
+                "{}, {} (+{} events) in {:.0} s",
+                pass.reconciles,
+                writes,
+                pass.audit.event_writes,
+                pass.window.as_secs_f64()
+            )
+        }
+    }
+}
+
+fn table(rows: &[Row], config: &Config, samples: &[Sample], machine: &str) -> String {
     let mut out = String::new();
     out.push_str(&format!(
-        "Every feature on (deploy/samples/everything.yaml), {} namespaces, operator `--concurrency {} --resync-period {}`; {machine}.\n\n",
-        config.namespaces, config.concurrency, config.resync_flag
+        "CRs cycling through the {} samples ({}), {} namespaces; ours with `--concurrency {} --resync-period {}`, \
+         the Go operator with its defaults and webhooks off; {machine}.\n\n",
+        samples.len(),
+        samples.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", "),
+        config.namespaces,
+        config.concurrency,
+        config.resync_flag
     ));
     out.push_str(
-        "| CRs | all created | converged | reconciles | requests/CR (metrics: reads + writes) | audit/CR: get, list | audit/CR: writes (children + status + events) | idle resync: reconciles, writes | RSS: peak, idle | operator CPU |\n",
+        "| operator | CRs | all created | converged | reconciles | requests/CR (metrics: reads + writes) | audit/CR: get, list | audit/CR: writes (children + status + events) | idle resync: reconciles, writes | idle touch: reconciles, writes | RSS: start, peak, idle | CPU to converge |\n",
     );
-    out.push_str("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for row in rows {
         let a = &row.audit;
-        let idle_writes =
-            row.idle.child_writes + row.idle.status_writes + row.idle.other_writes.values().sum::<usize>();
+        let requests = row.requests.map_or_else(
+            || "–".into(),
+            |r| format!("{:.1} + {:.1}", r.reads as f64 / row.crs as f64, r.writes as f64 / row.crs as f64),
+        );
         out.push_str(&format!(
-            "| {} | {:.1} s | {:.1} s | {} | {:.1} + {:.1} | {}, {} | {} ({} + {} + {}) | {}, {} (+{} events) in {:.0} s | {:.0}, {:.0} MiB | {:.1} s |\n",
+            "| {} | {} | {:.1} s | {:.1} s | {} | {} | {}, {} | {} ({} + {} + {}) | {} | {} | {:.0}, {:.0}, {:.0} MiB | {:.1} s |\n",
+            row.flavor.label(),
             row.crs,
             row.applied.as_secs_f64(),
             row.converged.as_secs_f64(),
             row.reconciles,
-            row.requests.reads as f64 / row.crs as f64,
-            row.requests.writes as f64 / row.crs as f64,
+            requests,
             per_cr(a.gets, row.crs),
             per_cr(a.lists, row.crs),
             per_cr(a.writes(), row.crs),
             per_cr(a.child_writes, row.crs),
             per_cr(a.status_writes, row.crs),
             per_cr(a.event_writes, row.crs),
-            row.idle_reconciles,
-            idle_writes,
-            row.idle.event_writes,
-            row.idle_window.as_secs_f64(),
+            idle_cell(row.resync.as_ref()),
+            idle_cell(Some(&row.touch)),
+            row.start_rss_kib as f64 / 1024.0,
             row.peak_rss_kib as f64 / 1024.0,
             row.idle_rss_kib as f64 / 1024.0,
-            row.cpu_seconds,
+            row.cpu_to_converge,
         ));
     }
+    let watches: Vec<String> = rows.iter().filter_map(|r| r.requests.map(|q| q.watches.to_string())).collect();
     out.push_str(&format!(
-        "\nWatches opened by the operator: {} (one per cached kind; not per CR). \"converged\" counts from the first create.\n",
-        rows.iter().map(|r| r.requests.watches.to_string()).collect::<Vec<_>>().join(" / ")
+        "\nWatches opened by our operator: {} (one per cached kind; not per CR). \"converged\" counts from the first create.\n",
+        watches.join(" / ")
     ));
     out
 }
@@ -785,21 +820,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn metric_sum_adds_matching_series_only() {
-        let text = "# HELP x\nwasm_operator_api_requests_total{verb=\"read\"} 7\n\
-                    wasm_operator_api_requests_total{verb=\"create\"} 3\n\
-                    wasm_operator_api_requests_total_other{verb=\"read\"} 100\n\
-                    wasm_operator_reconciles_total{result=\"success\"} 5\n\
-                    wasm_operator_reconciles_total{result=\"error\"} 2\n";
-        assert_eq!(metric_sum(text, "wasm_operator_api_requests_total", "verb=\"read\""), 7);
-        assert_eq!(metric_sum(text, "wasm_operator_reconciles_total", ""), 7);
-    }
-
-    #[test]
     fn durations() {
         assert_eq!(parse_seconds("30s"), Some(Duration::from_secs(30)));
         assert_eq!(parse_seconds("2m"), Some(Duration::from_secs(120)));
         assert_eq!(parse_seconds("0s"), None);
         assert_eq!(parse_seconds("x"), None);
+    }
+
+    #[test]
+    fn cr_names_carry_their_index() {
+        assert_eq!(cr_index(&cr_name(42)), Some(42));
+        assert_eq!(cr_index("other"), None);
     }
 }
