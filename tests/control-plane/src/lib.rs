@@ -264,6 +264,12 @@ impl ControlPlane {
             // on the owner's finalizers (tests/deploy.rs relies on it).
             "--enable-admission-plugins",
             "OwnerReferencesPermissionEnforcement",
+            // MutatingAdmissionPolicy is beta and off by default in 1.35;
+            // deploy/admission/ stores the Memcached defaults with it.
+            "--feature-gates",
+            "MutatingAdmissionPolicy=true",
+            "--runtime-config",
+            "admissionregistration.k8s.io/v1beta1=true",
             "--allow-privileged=true",
         ]
         .map(String::from)
