@@ -24,6 +24,7 @@ TEST_MODULES := $(TEST_MODULE) $(TEST_MODULE_VARIANTS) $(PY_MODULE)
 
 .PHONY: all build wasm test manifests bench bench-e2e bench-swap run render-samples envtest clean
 .PHONY: playground playground-serve test-embeddings test-browser test-python-module lint
+.PHONY: test-controllers bench-controllers metacontroller
 .PHONY: helm
 .PHONY: go-operator
 
@@ -75,6 +76,7 @@ test: build $(TEST_MODULES) $(CONTROL_PLANE) helm go-operator
 	$(CARGO) test --release --workspace --no-fail-fast || status=1; \
 	$(MAKE) --no-print-directory test-python-module || status=1; \
 	$(MAKE) --no-print-directory test-embeddings || status=1; \
+	$(MAKE) --no-print-directory test-controllers || status=1; \
 	$(MAKE) --no-print-directory test-browser || status=1; \
 	exit $$status
 
@@ -99,6 +101,43 @@ test-embeddings: $(OPERATOR) $(JS_EXAMPLE_DEPS) $(PYTHON_DEPS)
 	cd examples/javascript && npm test
 	$(VENV)/bin/python -m pytest -q examples/python
 	node --test tests/equivalence/
+
+# The component inside controllers written by others (issue 12): kopf,
+# metacontroller (built once from controllers/metacontroller/upstream into the
+# cache by scripts/metacontroller.sh; METACONTROLLER_BIN skips it) and a
+# client-node informer controller. Their pinned dependencies: a venv under
+# target/ and npm ci; the Node controller loads the JavaScript example's jco output.
+CONTROLLERS_VENV := target/venv-controllers
+CONTROLLERS_PYTHON_DEPS := $(CONTROLLERS_VENV)/.requirements-installed
+NODE_CONTROLLER_DEPS := controllers/node/node_modules/.package-lock.json
+JS_EXAMPLE_GEN := examples/javascript/gen/memcached.js
+CONTROLLERS_DEPS := $(OPERATOR) $(CONTROL_PLANE) $(CONTROLLERS_PYTHON_DEPS) $(NODE_CONTROLLER_DEPS) $(JS_EXAMPLE_GEN)
+
+## test-controllers: kopf, metacontroller and the Node.js controller against a local API server, each
+## matching the Rust operator's children and status, and writing nothing on a second pass
+test-controllers: $(CONTROLLERS_DEPS) metacontroller
+	cd controllers/tests && ../../$(CONTROLLERS_VENV)/bin/python -m pytest -q -p no:cacheprovider
+
+## metacontroller: build (or find) the metacontroller binary; prints its path
+metacontroller:
+	@bash scripts/metacontroller.sh
+
+## bench-controllers: time to converge N CRs and peak memory, each framework beside the Rust host
+## (BENCH_CRS=100; not part of make test)
+BENCH_CRS ?= 100
+bench-controllers: $(CONTROLLERS_DEPS) metacontroller
+	cd controllers/tests && ../../$(CONTROLLERS_VENV)/bin/python bench.py --crs $(BENCH_CRS)
+
+$(CONTROLLERS_PYTHON_DEPS): controllers/requirements.txt examples/python/requirements.txt
+	python3 -m venv $(CONTROLLERS_VENV)
+	$(CONTROLLERS_VENV)/bin/pip install --quiet --disable-pip-version-check -r controllers/requirements.txt
+	touch $@
+
+$(NODE_CONTROLLER_DEPS): controllers/node/package-lock.json
+	cd controllers/node && npm ci --no-audit --no-fund
+
+$(JS_EXAMPLE_GEN): $(WASM) $(JS_EXAMPLE_DEPS)
+	cd examples/javascript && npm run build
 
 ## test-browser: the playground in Debian's Chromium (installed when missing), driven by playwright-core
 test-browser: playground $(OPERATOR)
