@@ -130,10 +130,10 @@ def main() -> None:
             print(f"{rows[-1]['name']}: {rows[-1]}", flush=True)
     finally:
         plane.stop()
-    print(f"\n| controller | {args.crs} CRs converged (s) | peak memory (MiB) | CPU (s) |")
-    print("| --- | ---: | ---: | ---: |")
+    print(f"\n| controller | {args.crs} CRs created (s) | converged (s) | peak memory (MiB) | CPU (s) |")
+    print("| --- | ---: | ---: | ---: | ---: |")
     for row in rows:
-        print(f"| {row['name']} | {row['converged']:.1f} | {row['peak_mib']:.0f} | {row['cpu_s']:.1f} |")
+        print(f"| {row['name']} | {row['created']:.1f} | {row['converged']:.1f} | {row['peak_mib']:.0f} | {row['cpu_s']:.1f} |")
 
 
 if __name__ == "__main__":

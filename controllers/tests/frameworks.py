@@ -52,7 +52,7 @@ class Rust(Controller):
     """The project's own host, the reference."""
 
     name = "rust"
-    reconciled = r'"message":"(reconciled|status updated)"|reconcile'
+    reconciled = r" reconciled\""  # one line per object it reconciled
 
     def args(self) -> list:
         return [OPERATOR, "run", "--namespace", self.namespace, "--leader-elect=false",
