@@ -133,7 +133,8 @@ def main() -> None:
     print(f"\n| controller | {args.crs} CRs created (s) | converged (s) | peak memory (MiB) | CPU (s) |")
     print("| --- | ---: | ---: | ---: | ---: |")
     for row in rows:
-        print(f"| {row['name']} | {row['created']:.1f} | {row['converged']:.1f} | {row['peak_mib']:.0f} | {row['cpu_s']:.1f} |")
+        cells = [f"{row['created']:.1f}", f"{row['converged']:.1f}", f"{row['peak_mib']:.0f}", f"{row['cpu_s']:.1f}"]
+        print(f"| {row['name']} | {' | '.join(cells)} |")
 
 
 if __name__ == "__main__":

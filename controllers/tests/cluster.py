@@ -64,8 +64,9 @@ class ControlPlane:
         # Without --dir the kubeconfig sits in the plane's own folder, beside audit.log.
         self.audit_log = Path(self.kubeconfig).parent / "audit.log"
         self.api = Writer(kube_config.new_client_from_config(self.kubeconfig), "controller-tests")
+        metacontroller_crds = ROOT / "controllers" / "metacontroller" / "upstream" / "manifests" / "production"
         for path in [ROOT / "tests" / "crds", *sorted((ROOT / "deploy" / "crd").glob("*.yaml")),
-                     ROOT / "controllers" / "metacontroller" / "upstream" / "manifests" / "production" / "metacontroller-crds-v1.yaml"]:
+                     metacontroller_crds / "metacontroller-crds-v1.yaml"]:
             self.kubectl("apply", "--server-side", "-f", str(path))
         self.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
 
@@ -141,7 +142,8 @@ class ControlPlane:
             log.seek(mark)
             events = [json.loads(line) for line in log if line.strip()]
         return [
-            {"verb": e["verb"], "uri": e["requestURI"], "agent": e.get("userAgent", ""), "code": e.get("responseStatus", {}).get("code")}
+            {"verb": e["verb"], "uri": e["requestURI"], "agent": e.get("userAgent", ""),
+             "code": e.get("responseStatus", {}).get("code")}
             for e in events
             if e.get("stage") == "ResponseComplete"
             and e["verb"] in ("create", "update", "patch", "delete", "deletecollection")

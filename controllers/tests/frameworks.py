@@ -72,7 +72,8 @@ class Node(Controller):
     reconciled = r'"msg":"reconciled"'
 
     def args(self) -> list:
-        return ["node", ROOT / "controllers" / "node" / "controller.mjs", "--namespace", self.namespace, "--concurrency", "8"]
+        controller = ROOT / "controllers" / "node" / "controller.mjs"
+        return ["node", controller, "--namespace", self.namespace, "--concurrency", "8"]
 
 
 def metacontroller_binary() -> str:
@@ -100,11 +101,12 @@ class Metacontroller(Controller):
 
     def start(self) -> "Controller":
         if self.hook is None:
-            self.hook = Process("hook", [PYTHON, ROOT / "controllers" / "metacontroller" / "hook.py", "serve", "--port", "0"])
+            hook = ROOT / "controllers" / "metacontroller" / "hook.py"
+            self.hook = Process("hook", [PYTHON, hook, "serve", "--port", "0"])
             line = eventually(lambda: self.hook.lines[:1], 60, "the hook server to listen")[0]
             url = json.loads(line)["url"]
             controller = subprocess.run(
-                [PYTHON, ROOT / "controllers" / "metacontroller" / "hook.py", "controller", "--url", url],
+                [PYTHON, hook, "controller", "--url", url],
                 capture_output=True, text=True, check=True, cwd=ROOT,
             ).stdout
             self.plane.kubectl("apply", "-f", "-", input=controller)
