@@ -48,8 +48,13 @@ class ControlPlane:
     log on) and kube-controller-manager on loopback."""
 
     def __init__(self) -> None:
+        # With pods that start (kube-scheduler and kwok's fake nodes) where the
+        # binary offers them, so Deployments become ready and the status shows it.
+        usage = subprocess.run([str(CONTROL_PLANE), "--help"], capture_output=True, text=True).stderr
+        self.pods = "--pods" in usage
         self.process = subprocess.Popen(
-            [str(CONTROL_PLANE), "up"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            [str(CONTROL_PLANE), "up", *(["--pods"] if self.pods else [])],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
         self.env: dict[str, str] = {}
         for line in self.process.stdout:
@@ -188,7 +193,9 @@ def snapshot(plane: ControlPlane, namespace: str) -> dict:
             "status": status,
             "children": {f"{c['kind']}/{c['metadata']['name']}": _normalized_child(c) for c in children.get(name, [])},
         }
-    return json.loads(re.sub(rf'"{re.escape(namespace)}"', '"NS"', json.dumps(result, sort_keys=True)))
+    # Also inside strings (DNS names such as `cache.NS:11211`): namespaces are
+    # named so that they occur nowhere else.
+    return json.loads(json.dumps(result, sort_keys=True).replace(namespace, "NS"))
 
 
 def _normalized_child(obj: dict) -> dict:

@@ -61,6 +61,13 @@ def plane():
     plane.stop()
 
 
+def all_ready(plane: ControlPlane, namespace: str) -> bool:
+    return all(
+        any(c.get("type") == "Ready" and c.get("status") == "True" for c in (p.get("status") or {}).get("conditions", []))
+        for p in plane.list(MANIFEST.parent, namespace)
+    )
+
+
 def run_steps(plane: ControlPlane, namespace: str, on_step) -> None:
     plane.create_namespace(namespace)
     plane.apply(namespace, [SECRET])
@@ -72,13 +79,15 @@ def run_steps(plane: ControlPlane, namespace: str, on_step) -> None:
 @pytest.fixture(scope="module")
 def reference(plane):
     """The Rust operator's children and status after each step."""
-    namespace = "reference"
+    namespace = "ns-reference-rust"
     rust = Rust(plane, namespace).start()
     results = {}
 
     def take(step: str) -> None:
         # Settled: a status for every generation, and nothing changing for a second.
         eventually(lambda: settled(plane, namespace, CRS), STEP_TIMEOUT, f"the Rust operator to settle ({step})")
+        if plane.pods:  # pods start: wait for them, or a framework would settle later than this snapshot
+            eventually(lambda: all_ready(plane, namespace), STEP_TIMEOUT, f"every CR to be Ready ({step})")
         previous = None
         while (now := snapshot(plane, namespace)) != previous:
             previous = now
@@ -93,7 +102,7 @@ def reference(plane):
     return results
 
 
-def test_the_reference_shows_each_step(reference):
+def test_the_reference_shows_each_step(plane, reference):
     """The steps change what the comparison sees: the ServiceMonitor and PDB
     go in the last step, the update shows in the children."""
     created, updated, disabled = (reference[s] for s, _ in steps())
@@ -103,11 +112,13 @@ def test_the_reference_shows_each_step(reference):
     assert "PodDisruptionBudget/featured" not in disabled["featured"]["children"]
     assert created["plain"]["children"] != updated["plain"]["children"]
     assert created["plain"]["status"], "the reference wrote no status"
+    if plane.pods:  # the status the frameworks must match includes ready pods
+        assert created["secured"]["status"].get("readyReplicas") == SECURED["replicas"], created["secured"]["status"]
 
 
 @pytest.mark.parametrize("framework", sorted(FRAMEWORKS))
 def test_framework_matches_the_rust_operator_and_idles_without_writes(plane, reference, framework):
-    namespace = f"fw-{framework}"
+    namespace = f"ns-under-test-{framework}"
     controller = FRAMEWORKS[framework](plane, namespace).start()
     try:
         def check(step: str) -> None:
