@@ -47,11 +47,11 @@ class ControlPlane:
     """`control-plane up` as a child process: etcd, kube-apiserver (audit
     log on) and kube-controller-manager on loopback."""
 
-    def __init__(self) -> None:
+    def __init__(self, pods: bool = True) -> None:
         # With pods that start (kube-scheduler and kwok's fake nodes) where the
         # binary offers them, so Deployments become ready and the status shows it.
         usage = subprocess.run([str(CONTROL_PLANE), "--help"], capture_output=True, text=True).stderr
-        self.pods = "--pods" in usage
+        self.pods = pods and "--pods" in usage
         self.process = subprocess.Popen(
             [str(CONTROL_PLANE), "up", *(["--pods"] if self.pods else [])],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
