@@ -113,12 +113,13 @@ def _owned_of(namespace: str, uid: str, indices: Mapping[str, Any]) -> list[tupl
     return found
 
 
-def _related_of(parent: Mapping[str, Any], namespace: str, indices: Mapping[str, Any]) -> list[dict]:
+def _related_of(instance: Any, parent: Mapping[str, Any], namespace: str, indices: Mapping[str, Any]) -> list[dict]:
     related = []
-    for ref in LOGIC.instance().references(parent):
+    for ref in instance.references(parent):
         for kind in READS:
             if kind.kind == ref.kind and kind.group == ref.group:
-                related.extend(indices[_index_id("reads", kind)].get((ref.kind, ref.namespace or namespace, ref.name), []))
+                key = (ref.kind, ref.namespace or namespace, ref.name)
+                related.extend(indices[_index_id("reads", kind)].get(key, []))
     return related
 
 
@@ -171,14 +172,15 @@ def reconcile(parent: dict, indices: Mapping[str, Any]) -> None:
         return  # the garbage collector removes the children
     with _lock((namespace, name)):
         current = _owned_of(namespace, uid, indices)
-        related = _related_of(parent, namespace, indices)
+        instance = LOGIC.instance()  # one fresh instance per reconcile, like the Rust host
+        related = _related_of(instance, parent, namespace, indices)
         current_objects = [obj for _, obj in current]
         try:
-            answer = LOGIC.instance().desired(parent, current_objects, related)
+            answer = instance.desired(parent, current_objects, related)
         except LogicError as err:
             # Bad input changes and deletes nothing; the status reports it.
             log.warning("%s/%s: the spec is invalid; nothing changed: %s", namespace, name, err)
-            if _write_status(parent, current_objects, related, None):
+            if _write_status(instance, parent, current_objects, related, None):
                 kopf.warn(parent, reason="InvalidSpec", message=str(err))
             return
         desired = [json.loads(text) for text in answer]
@@ -188,11 +190,13 @@ def reconcile(parent: dict, indices: Mapping[str, Any]) -> None:
             group = obj["apiVersion"].rpartition("/")[0]
             kind = kinds.get((group, obj["kind"]))
             if kind is None:
-                raise kopf.PermanentError(f"the component answered a {obj['apiVersion']} {obj['kind']}, not an owned kind")
-            wanted.add((obj["kind"], obj["metadata"]["name"]))
-            existing = next((o for k, o in current if k is kind and o["metadata"]["name"] == obj["metadata"]["name"]), None)
+                answered = f"{obj['apiVersion']} {obj['kind']}"
+                raise kopf.PermanentError(f"the component answered a {answered}, not an owned kind")
+            child = obj["metadata"]["name"]
+            wanted.add((obj["kind"], child))
+            existing = next((o for k, o in current if k is kind and o["metadata"]["name"] == child), None)
             try:
-                owned_now.append(_create_or_update(parent, kind, existing, obj, current_objects, related))
+                owned_now.append(_create_or_update(instance, parent, kind, existing, obj, current_objects, related))
             except ApiException as err:
                 problem = f"{obj['kind']} {obj['metadata']['name']}: {err.status} {err.reason}"
                 owned_now.extend([existing] if existing else [])
@@ -205,12 +209,14 @@ def reconcile(parent: dict, indices: Mapping[str, Any]) -> None:
                 kopf.info(parent, reason="Deleted", message=text)
             elif problem is not None:
                 owned_now.append(obj)
-        _write_status(parent, owned_now, related, problem)
+        _write_status(instance, parent, owned_now, related, problem)
         if problem:
             raise kopf.TemporaryError(problem, delay=5)
 
 
-def _create_or_update(parent: dict, kind: Any, existing: Optional[dict], want: dict, owned: list, related: list) -> dict:
+def _create_or_update(
+    instance: Any, parent: dict, kind: Any, existing: Optional[dict], want: dict, owned: list, related: list
+) -> dict:
     namespace, child = parent["metadata"]["namespace"], want["metadata"]["name"]
     for attempt in range(1, MAX_ATTEMPTS + 1):
         if existing is not None and same_ignoring_nulls(existing, want):
@@ -225,19 +231,20 @@ def _create_or_update(parent: dict, kind: Any, existing: Optional[dict], want: d
                 raise
             existing = _writer.get(kind, namespace, child)
             others = [o for o in owned if (o["kind"], o["metadata"]["name"]) != (want["kind"], child)]
-            answer = LOGIC.instance().desired(parent, others + ([existing] if existing else []), related)
-            want = next(o for o in map(json.loads, answer) if (o["kind"], o["metadata"]["name"]) == (want["kind"], child))
+            answer = instance.desired(parent, others + ([existing] if existing else []), related)
+            same = (want["kind"], child)
+            want = next(o for o in map(json.loads, answer) if (o["kind"], o["metadata"]["name"]) == same)
             continue
         kopf.info(parent, reason=reason, message=f"{reason} {kind.kind} {child}")
         return written
     raise AssertionError("unreachable")
 
 
-def _write_status(parent: dict, owned: Iterable[dict], related: list, problem: Optional[str]) -> bool:
+def _write_status(instance: Any, parent: dict, owned: Iterable[dict], related: list, problem: Optional[str]) -> bool:
     """The component's status for `parent`, patched through the status
     subresource when it differs; True when written."""
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    new = json.loads(LOGIC.instance().status(parent, list(owned), related, now, problem))
+    new = json.loads(instance.status(parent, list(owned), related, now, problem))
     old = parent.get("status") or {}
     if same_ignoring_nulls(old, new):
         return False
