@@ -33,8 +33,6 @@
 //!   the idle passes minus RSS before the first CR, over N).
 
 mod compare;
-mod loopback;
-mod operators;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -49,7 +47,7 @@ use kube::api::{
 };
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
-use operators::{Binaries, Flavor, OperatorProcess, OursFlags, Requests};
+use memcached_e2e::operators::{self, Flavor, OperatorProcess, ProcessError, Requests};
 use serde_json::Value;
 
 const OPERATOR_USER: &str = "memcached-operator";
@@ -75,10 +73,8 @@ enum BenchError {
     Sample { path: PathBuf, message: String },
     #[error("timed out after {seconds}s waiting for {what}")]
     Timeout { what: String, seconds: u64 },
-    #[error("the operator exited ({status}); last log lines:\n{tail}")]
-    OperatorExited { status: String, tail: String },
-    #[error("the operator's /metrics: {0}")]
-    Metrics(String),
+    #[error(transparent)]
+    Process(#[from] ProcessError),
 }
 
 fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> BenchError {
@@ -183,6 +179,14 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Where each operator's binary and CRDs are.
+struct Binaries {
+    ours: PathBuf,
+    go: PathBuf,
+    /// The Go operator's CRDs (Memcached, ServiceMonitor) as its module ships them.
+    go_crds: PathBuf,
 }
 
 /// One sample CR the bench cycles through, and how many objects it owns.
@@ -295,7 +299,7 @@ fn owned_resources() -> Vec<ApiResource> {
 }
 
 /// One operator at one size.
-pub struct Row {
+struct Row {
     flavor: Flavor,
     crs: usize,
     applied: Duration,
@@ -421,8 +425,21 @@ async fn run_one(
     }
 
     let log = logs.join(format!("operator-{}-{count}.log", if flavor == Flavor::Ours { "ours" } else { "go" }));
-    let ours_flags = OursFlags { concurrency: config.concurrency, resync: &config.resync_flag };
-    let mut operator = OperatorProcess::spawn(flavor, binaries, &ours_flags, &plane.kubeconfig(User::Operator), &log)?;
+    // The Go operator has no tuning flags: controller-runtime's defaults, one
+    // worker, no periodic resync short of 10 h.
+    let (binary, extra) = match flavor {
+        Flavor::Ours => (
+            &binaries.ours,
+            vec![
+                "--concurrency".to_owned(),
+                config.concurrency.to_string(),
+                "--resync-period".to_owned(),
+                config.resync_flag.clone(),
+            ],
+        ),
+        Flavor::Go => (&binaries.go, vec![]),
+    };
+    let mut operator = OperatorProcess::spawn(flavor, binary, &extra, &plane.kubeconfig(User::Operator), &log)?;
     progress(&format!("{label}: operator pid {} (log {})", operator.pid(), log.display()));
     operator.wait_ready().await?;
     let start_usage = operator.usage()?;

@@ -2,7 +2,7 @@
 //! below 1 means ours uses less.
 
 use crate::Row;
-use crate::operators::Flavor;
+use memcached_e2e::operators::Flavor;
 
 /// `ours / go`, two decimals; "–" when the Go value is zero.
 fn ratio(ours: f64, go: f64) -> String {

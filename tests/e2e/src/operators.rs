@@ -1,14 +1,33 @@
 //! The two operators the bench compares, as child processes: ours
 //! (`target/release/memcached-operator`) and the C5C3 Go operator v0.4.0
 //! (controller-runtime, built by `scripts/go-operator.sh`, webhooks off).
-//! Each brings its own CRDs, command line and reconcile counter.
+//! Each brings its own command line and reconcile counter. `make bench-e2e`
+//! and tests/migration.rs run them.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::BenchError;
 use crate::loopback::{free_port, http_get};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProcessError {
+    #[error("{context}: {source}")]
+    Io { context: String, source: std::io::Error },
+    #[error("{0}")]
+    Script(String),
+    #[error("timed out after {seconds}s waiting for {what}")]
+    Timeout { what: String, seconds: u64 },
+    #[error("the operator exited ({status}); last log lines:\n{tail}")]
+    Exited { status: String, tail: String },
+    #[error("the operator's /metrics: {0}")]
+    Metrics(String),
+}
+
+fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> ProcessError {
+    let context = context.into();
+    move |source| ProcessError::Io { context, source }
+}
 
 /// Which operator a run measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,29 +45,23 @@ impl Flavor {
     }
 }
 
-/// Where each operator's binary and CRDs are.
-pub struct Binaries {
-    pub ours: PathBuf,
-    pub go: PathBuf,
-    /// The Go operator's CRDs (Memcached, ServiceMonitor) as its module ships them.
-    pub go_crds: PathBuf,
-}
-
 /// The Go operator and its CRD folder from `scripts/go-operator.sh`
 /// (cached after the first build; GO_OPERATOR_BINARY skips the build).
-pub fn go_operator(root: &Path) -> Result<(PathBuf, PathBuf), BenchError> {
+pub fn go_operator(root: &Path) -> Result<(PathBuf, PathBuf), ProcessError> {
     let script = root.join("scripts/go-operator.sh");
-    let run = |args: &[&str]| -> Result<PathBuf, BenchError> {
+    let run = |args: &[&str]| -> Result<PathBuf, ProcessError> {
         let output = Command::new("bash")
             .arg(&script)
             .args(args)
             .stderr(Stdio::inherit())
             .output()
-            .map_err(crate::io(format!("running {}", script.display())))?;
+            .map_err(io(format!("running {}", script.display())))?;
         let stdout = String::from_utf8_lossy(&output.stdout);
         match stdout.lines().last() {
             Some(path) if output.status.success() => Ok(PathBuf::from(path.trim())),
-            _ => Err(BenchError::Usage(format!("{} {} failed ({})", script.display(), args.join(" "), output.status))),
+            _ => {
+                Err(ProcessError::Script(format!("{} {} failed ({})", script.display(), args.join(" "), output.status)))
+            }
         }
     };
     Ok((run(&[])?, run(&["--crds"])?))
@@ -85,39 +98,32 @@ pub struct Requests {
     pub watches: u64,
 }
 
-/// Ours' tuning flags (the Go operator has none: controller-runtime's
-/// defaults, one worker, no periodic resync short of 10 h).
-pub struct OursFlags<'a> {
-    pub concurrency: u16,
-    pub resync: &'a str,
-}
-
 impl OperatorProcess {
+    /// Starts `binary` as `flavor` with its endpoints on free loopback ports,
+    /// leader election off, `extra` flags last (ours: `--concurrency`,
+    /// `--namespace`...; the Go operator: `--watch-namespaces=`...), logging
+    /// to `log`.
     pub fn spawn(
         flavor: Flavor,
-        binaries: &Binaries,
-        ours: &OursFlags<'_>,
+        binary: &Path,
+        extra: &[String],
         kubeconfig: &Path,
         log: &Path,
-    ) -> Result<Self, BenchError> {
-        let metrics = format!("127.0.0.1:{}", free_port().map_err(crate::io("finding a free port"))?);
-        let health = format!("127.0.0.1:{}", free_port().map_err(crate::io("finding a free port"))?);
-        let file = std::fs::File::create(log).map_err(crate::io(format!("creating {}", log.display())))?;
-        let mut command = match flavor {
+    ) -> Result<Self, ProcessError> {
+        let metrics = format!("127.0.0.1:{}", free_port().map_err(io("finding a free port"))?);
+        let health = format!("127.0.0.1:{}", free_port().map_err(io("finding a free port"))?);
+        let file = std::fs::File::create(log).map_err(io(format!("creating {}", log.display())))?;
+        let mut command = Command::new(binary);
+        match flavor {
             Flavor::Ours => {
-                let mut command = Command::new(&binaries.ours);
                 command
                     .args(["run", "--leader-elect=false", "--log-format", "json"])
-                    .args(["--concurrency", &ours.concurrency.to_string()])
-                    .args(["--resync-period", ours.resync])
                     .args(["--metrics-bind-address", &metrics, "--health-probe-bind-address", &health])
                     .env_remove("WATCH_NAMESPACE");
-                command
             }
             Flavor::Go => {
                 // Webhooks off (no cert-manager here); plain-HTTP metrics on
                 // loopback; production logging (JSON, info), as ours logs.
-                let mut command = Command::new(&binaries.go);
                 command.args([
                     "--enable-webhooks=false",
                     "--leader-elect=false",
@@ -126,17 +132,16 @@ impl OperatorProcess {
                     &format!("--health-probe-bind-address={health}"),
                     "--zap-devel=false",
                 ]);
-                command
             }
-        };
-        let binary = command.get_program().to_owned();
+        }
         let child = command
+            .args(extra)
             .env("KUBECONFIG", kubeconfig)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(file)
             .spawn()
-            .map_err(crate::io(format!("starting {}", binary.to_string_lossy())))?;
+            .map_err(io(format!("starting {}", binary.display())))?;
         Ok(Self { flavor, child, log: log.to_owned(), metrics, health, stopped: false })
     }
 
@@ -144,19 +149,19 @@ impl OperatorProcess {
         self.child.id()
     }
 
-    pub fn check_alive(&mut self) -> Result<(), BenchError> {
+    pub fn check_alive(&mut self) -> Result<(), ProcessError> {
         match self.child.try_wait() {
             Ok(None) => Ok(()),
             Ok(Some(status)) => {
                 self.stopped = true;
-                Err(BenchError::OperatorExited { status: status.to_string(), tail: log_tail(&self.log) })
+                Err(ProcessError::Exited { status: status.to_string(), tail: log_tail(&self.log) })
             }
-            Err(error) => Err(crate::io("checking the operator process")(error)),
+            Err(error) => Err(io("checking the operator process")(error)),
         }
     }
 
     /// /readyz answers 200 and /metrics answers.
-    pub async fn wait_ready(&mut self) -> Result<(), BenchError> {
+    pub async fn wait_ready(&mut self) -> Result<(), ProcessError> {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             self.check_alive()?;
@@ -166,18 +171,18 @@ impl OperatorProcess {
                 return Ok(());
             }
             if Instant::now() > deadline {
-                return Err(BenchError::Timeout { what: "the operator's /readyz and /metrics".into(), seconds: 60 });
+                return Err(ProcessError::Timeout { what: "the operator's /readyz and /metrics".into(), seconds: 60 });
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 
-    pub async fn scrape(&mut self) -> Result<Scrape, BenchError> {
+    pub async fn scrape(&mut self) -> Result<Scrape, ProcessError> {
         self.check_alive()?;
         let (status, body) =
-            http_get(&self.metrics, "/metrics").await.map_err(|e| BenchError::Metrics(e.to_string()))?;
+            http_get(&self.metrics, "/metrics").await.map_err(|e| ProcessError::Metrics(e.to_string()))?;
         if status != 200 {
-            return Err(BenchError::Metrics(format!("HTTP {status}")));
+            return Err(ProcessError::Metrics(format!("HTTP {status}")));
         }
         Ok(match self.flavor {
             Flavor::Ours => {
@@ -200,10 +205,10 @@ impl OperatorProcess {
     }
 
     /// Peak and current RSS, and CPU seconds (user + system) so far.
-    pub fn usage(&self) -> Result<Usage, BenchError> {
+    pub fn usage(&self) -> Result<Usage, ProcessError> {
         let pid = self.pid();
         let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
-            .map_err(crate::io("reading the operator's /proc status"))?;
+            .map_err(io("reading the operator's /proc status"))?;
         let kib = |field: &str| {
             status
                 .lines()
@@ -211,8 +216,8 @@ impl OperatorProcess {
                 .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
                 .unwrap_or(0)
         };
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .map_err(crate::io("reading the operator's /proc stat"))?;
+        let stat =
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).map_err(io("reading the operator's /proc stat"))?;
         // Fields after the command (which may hold spaces) start at field 3.
         let fields: Vec<&str> =
             stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
