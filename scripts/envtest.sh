@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
 # Print a folder holding the Kubernetes test control plane binaries:
-# etcd, kube-apiserver, kube-controller-manager and kubectl (see tests/envtest/README.md).
+# etcd, kube-apiserver, kube-controller-manager, kubectl, and for the pods mode
+# kube-scheduler and kwok (the fake kubelet) (see tests/envtest/README.md).
 #
 #   assets="$(scripts/envtest.sh | tail -n1)"
 #
 # stdout carries only the folder path; progress goes to stderr.
-#  - KUBEBUILDER_ASSETS set and holding all four binaries: print it, build nothing.
+#  - KUBEBUILDER_ASSETS set and holding all six binaries: print it, build nothing.
 #  - KUBEBUILDER_ASSETS set but missing some (controller-runtime's setup-envtest
-#    ships no kube-controller-manager, older folders no kubectl): build only the
+#    ships no kube-controller-manager, kube-scheduler or kwok): build only the
 #    missing ones into the cache, and print a cache folder of symlinks that
 #    takes the present ones from KUBEBUILDER_ASSETS and the rest from the cache.
 #  - otherwise build them with the machine's `go` from the Go modules pinned in
-#    tests/envtest (Kubernetes) and tests/envtest/cmd/etcd (etcd) into a cache
-#    folder outside the repo, keyed by version, and print that folder. A second
+#    tests/envtest (Kubernetes), tests/envtest/cmd/etcd (etcd) and
+#    tests/envtest/cmd/kwok (kwok) into a cache folder outside the repo, keyed
+#    by version, and print that folder (kwok lives in a folder keyed by its own
+#    version, linked from there). A second
 #    run finds them there and builds nothing; a folder holding only some of
 #    them (an older cache) gets just the missing ones built.
 #
@@ -23,7 +26,7 @@ set -euo pipefail
 log() { printf 'envtest: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
-BINARIES=(etcd kube-apiserver kube-controller-manager kubectl)
+BINARIES=(etcd kube-apiserver kube-controller-manager kubectl kube-scheduler kwok)
 
 has() { [ -x "$1/$2" ] && [ -f "$1/$2" ]; }
 missing_in() { # dir -> names of the binaries it lacks, one a line
@@ -47,6 +50,7 @@ fi
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 K8S_MOD="$ROOT/tests/envtest"
 ETCD_MOD="$ROOT/tests/envtest/cmd/etcd"
+KWOK_MOD="$ROOT/tests/envtest/cmd/kwok"
 
 # The pinned versions come from the go.mod files, the single source of truth.
 mod_version() { # go.mod module-path
@@ -54,15 +58,28 @@ mod_version() { # go.mod module-path
 }
 K8S_VERSION="$(mod_version "$K8S_MOD/go.mod" k8s.io/kubernetes)"
 ETCD_VERSION="$(mod_version "$ETCD_MOD/go.mod" go.etcd.io/etcd/server/v3)"
+KWOK_VERSION="$(mod_version "$KWOK_MOD/go.mod" sigs.k8s.io/kwok)"
 [ -n "$K8S_VERSION" ] || die "no k8s.io/kubernetes version in $K8S_MOD/go.mod"
 [ -n "$ETCD_VERSION" ] || die "no go.etcd.io/etcd/server/v3 version in $ETCD_MOD/go.mod"
+[ -n "$KWOK_VERSION" ] || die "no sigs.k8s.io/kwok version in $KWOK_MOD/go.mod"
 
 CACHE_ROOT="${ENVTEST_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/memcached-operator/envtest}"
 OUT="$CACHE_ROOT/k8s-${K8S_VERSION#v}-etcd-${ETCD_VERSION#v}"
+# kwok has a version of its own: its binary is kept apart and $OUT/kwok links
+# to it, so bumping kwok rebuilds only kwok (and an $OUT linking to another
+# kwok version counts as lacking it).
+KWOK_OUT="$CACHE_ROOT/kwok-${KWOK_VERSION#v}"
+in_out() { # name: $OUT holds this version of it
+  if [ "$1" = kwok ]; then
+    [ "$(readlink "$OUT/kwok" 2>/dev/null)" = "$KWOK_OUT/kwok" ] && has "$KWOK_OUT" kwok
+  else
+    has "$OUT" "$1"
+  fi
+}
 
 # What the cache folder must hold: everything, or only what KUBEBUILDER_ASSETS lacks.
 if [ ${#ASSETS_MISSING[@]} -gt 0 ]; then WANT=("${ASSETS_MISSING[@]}"); else WANT=("${BINARIES[@]}"); fi
-to_build() { local b; for b in "${WANT[@]}"; do has "$OUT" "$b" || printf '%s\n' "$b"; done; }
+to_build() { local b; for b in "${WANT[@]}"; do in_out "$b" || printf '%s\n' "$b"; done; }
 
 # A folder of symlinks: the binaries KUBEBUILDER_ASSETS has, plus the ones built
 # into $OUT. Keyed by the assets path, so two asset folders never share one.
@@ -129,7 +146,7 @@ BUILD=("$GO" build -p "$JOBS" -mod=readonly -trimpath)
 log "go: $("$GO" version)"
 K8S_PKGS=()
 for b in "${BUILD_NOW[@]}"; do
-  [ "$b" = etcd ] || K8S_PKGS+=("./cmd/$b")
+  case "$b" in etcd | kwok) ;; *) K8S_PKGS+=("./cmd/$b") ;; esac
 done
 if [ ${#K8S_PKGS[@]} -gt 0 ]; then
   log "building Kubernetes $K8S_VERSION (${K8S_PKGS[*]#./cmd/}) into $OUT (~5 min on 2 cores when the Go caches are cold)"
@@ -153,8 +170,19 @@ if printf '%s\n' "${BUILD_NOW[@]}" | grep -qx etcd; then
 fi
 
 mkdir -p "$OUT"
+if printf '%s\n' "${BUILD_NOW[@]}" | grep -qx kwok; then
+  if ! has "$KWOK_OUT" kwok; then
+    log "building kwok $KWOK_VERSION into $KWOK_OUT"
+    start=$SECONDS
+    (cd "$KWOK_MOD" && "${BUILD[@]}" -ldflags="-s -w" -o "$STAGE/kwok" sigs.k8s.io/kwok/cmd/kwok)
+    mkdir -p "$KWOK_OUT"
+    mv -f "$STAGE/kwok" "$KWOK_OUT/kwok"
+    log "kwok built in $((SECONDS - start))s"
+  fi
+  ln -sfn "$KWOK_OUT/kwok" "$OUT/kwok"
+fi
 for b in "${BUILD_NOW[@]}"; do
-  mv -f "$STAGE/$b" "$OUT/$b"
+  [ "$b" = kwok ] || mv -f "$STAGE/$b" "$OUT/$b"
 done
 [ -z "$(to_build)" ] || die "build finished but $OUT lacks one of: ${WANT[*]}"
 log "built: $OUT"

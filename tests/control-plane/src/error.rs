@@ -63,6 +63,9 @@ pub enum Error {
     #[error("the audit log is off (Options::audit_log = false)")]
     NoAuditLog,
 
+    #[error("options: {0}")]
+    Options(String),
+
     #[error("the control plane was stopped")]
     Stopped,
 }

@@ -1,7 +1,9 @@
 //! A real Kubernetes control plane on loopback for tests and `make run`:
 //! etcd, kube-apiserver and (optionally) kube-controller-manager from
 //! `scripts/envtest.sh`, on free ports in a temp dir, with two static-token
-//! users and a JSON audit log. See tests/envtest/README.md.
+//! users and a JSON audit log; in the pods mode ([`Options::pods`]) also
+//! kube-scheduler and kwok with fake Nodes, so Pods start. See
+//! tests/envtest/README.md.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), control_plane::Error> {
@@ -17,6 +19,7 @@ mod apply;
 pub mod audit;
 mod error;
 mod pki;
+mod pods;
 mod process;
 
 use std::net::{TcpListener, TcpStream};
@@ -36,10 +39,11 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 pub use apply::FIELD_MANAGER;
 pub use audit::{AuditEvent, AuditMark};
 pub use error::Error;
+pub use pods::{FAKE_NODES, POD_CONTROLLERS, pod_ready_with_ip};
 use process::Proc;
 
 /// The binaries `scripts/envtest.sh` provides.
-const BINARIES: [&str; 4] = ["etcd", "kube-apiserver", "kube-controller-manager", "kubectl"];
+const BINARIES: [&str; 6] = ["etcd", "kube-apiserver", "kube-controller-manager", "kubectl", "kube-scheduler", "kwok"];
 /// Temp dirs are `<tmp>/memcached-control-plane-<pid>-<random>`; the pid lets
 /// a later run remove what a killed test process left behind.
 const DIR_PREFIX: &str = "memcached-control-plane-";
@@ -73,7 +77,7 @@ impl User {
 }
 
 /// What to run besides etcd and the API server.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {
     /// Run kube-controller-manager (garbage collection, namespace deletion).
     pub controller_manager: bool,
@@ -83,6 +87,11 @@ pub struct Options {
     pub controllers: Vec<String>,
     /// Write the API server's audit log (Metadata level, ResponseComplete).
     pub audit_log: bool,
+    /// Pods that start: also run kube-scheduler, the controllers in
+    /// [`POD_CONTROLLERS`] (added to `controllers`) and kwok as the fake
+    /// kubelet of [`FAKE_NODES`]. Needs `controller_manager`. Off by default:
+    /// about a second more to start, and most tests need no Pods.
+    pub pods: bool,
 }
 
 impl Default for Options {
@@ -91,13 +100,35 @@ impl Default for Options {
             controller_manager: true,
             controllers: vec!["garbagecollector".into(), "namespace".into()],
             audit_log: true,
+            pods: false,
         }
     }
 }
 
-/// A running control plane. Dropping it stops the controller manager, the API
-/// server and etcd (in that order) and removes its temp dir; the processes
-/// also die with the test process if it is killed.
+impl Options {
+    /// The default options in the pods mode.
+    pub fn pods() -> Self {
+        Options { pods: true, ..Options::default() }
+    }
+
+    /// The controllers kube-controller-manager runs: `controllers`, plus
+    /// [`POD_CONTROLLERS`] in the pods mode.
+    fn effective_controllers(&self) -> Vec<String> {
+        let mut controllers = self.controllers.clone();
+        if self.pods {
+            for controller in POD_CONTROLLERS {
+                if !controllers.iter().any(|c| c == controller) {
+                    controllers.push(controller.into());
+                }
+            }
+        }
+        controllers
+    }
+}
+
+/// A running control plane. Dropping it stops kwok, the scheduler, the
+/// controller manager, the API server and etcd (in that order) and removes its
+/// temp dir; the processes also die with the test process if it is killed.
 #[derive(Debug)]
 pub struct ControlPlane {
     dir: PathBuf,
@@ -108,6 +139,8 @@ pub struct ControlPlane {
     etcd: Mutex<Option<Proc>>,
     apiserver: Mutex<Option<Proc>>,
     controller_manager: Mutex<Option<Proc>>,
+    scheduler: Mutex<Option<Proc>>,
+    kwok: Mutex<Option<Proc>>,
     startup: Duration,
 }
 
@@ -121,6 +154,9 @@ impl ControlPlane {
     }
 
     pub fn start_with(options: Options) -> Result<Self, Error> {
+        if options.pods && !options.controller_manager {
+            return Err(Error::Options("pods needs controller_manager: Deployments make Pods through it".into()));
+        }
         let began = Instant::now();
         let assets = find_assets()?;
         sweep_stale_dirs();
@@ -156,8 +192,14 @@ impl ControlPlane {
     /// others rely on; they should work in a namespace of their own
     /// ([`ControlPlane::create_namespace`]).
     pub fn shared() -> &'static ControlPlane {
+        Self::shared_with(Options::default())
+    }
+
+    /// [`ControlPlane::shared`] with `options` (e.g. [`Options::pods`]). All
+    /// callers in one process must pass the same options: it panics otherwise.
+    pub fn shared_with(options: Options) -> &'static ControlPlane {
         let plane = SHARED.get_or_init(|| {
-            let started = ControlPlane::start().map_err(|e| e.to_string());
+            let started = ControlPlane::start_with(options.clone()).map_err(|e| e.to_string());
             if started.is_ok() {
                 // SAFETY: registering a plain extern "C" fn.
                 unsafe { libc::atexit(stop_shared) };
@@ -165,7 +207,8 @@ impl ControlPlane {
             started
         });
         match plane {
-            Ok(plane) => plane,
+            Ok(plane) if plane.options == options => plane,
+            Ok(plane) => panic!("the shared control plane runs with {:?}, not {options:?}", plane.options),
             Err(e) => panic!("the shared control plane did not start: {e}"),
         }
     }
@@ -173,7 +216,7 @@ impl ControlPlane {
     fn start_once(assets: &Path, options: &Options) -> Result<Self, Error> {
         let dir = std::env::temp_dir().join(format!("{DIR_PREFIX}{}-{}", std::process::id(), pki::suffix()?));
         std::fs::create_dir_all(dir.join("logs")).map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
-        let [etcd_port, peer_port, api_port, kcm_port] = free_ports()?;
+        let [etcd_port, peer_port, api_port, kcm_port, scheduler_port] = free_ports()?;
         // From here on, dropping `plane` (on any error) stops what runs and
         // removes the dir.
         let mut plane = ControlPlane {
@@ -185,6 +228,8 @@ impl ControlPlane {
             etcd: Mutex::new(None),
             apiserver: Mutex::new(None),
             controller_manager: Mutex::new(None),
+            scheduler: Mutex::new(None),
+            kwok: Mutex::new(None),
             startup: Duration::ZERO,
         };
         let dir = plane.dir.clone();
@@ -310,7 +355,7 @@ impl ControlPlane {
         block_on(plane.wait_apiserver_ready())??;
 
         if options.controller_manager {
-            let controllers = options.controllers.join(",");
+            let controllers = options.effective_controllers().join(",");
             let args: Vec<String> = [
                 "--kubeconfig",
                 &plane.kubeconfig(User::Admin).to_string_lossy(),
@@ -332,6 +377,9 @@ impl ControlPlane {
                 block_on(plane.wait_garbage_collector())??;
             }
         }
+        if options.pods {
+            plane.start_pods(scheduler_port)?;
+        }
         Ok(plane)
     }
 
@@ -350,7 +398,7 @@ impl ControlPlane {
 
     /// Errors if any process that should run has exited.
     fn check_alive(&self) -> Result<(), Error> {
-        for slot in [&self.etcd, &self.apiserver, &self.controller_manager] {
+        for slot in [&self.etcd, &self.apiserver, &self.controller_manager, &self.scheduler, &self.kwok] {
             if let Some(proc) = lock(slot).as_mut() {
                 proc.check_alive()?;
             }
@@ -604,7 +652,8 @@ impl ControlPlane {
         &self.dir
     }
 
-    /// The folder holding etcd, kube-apiserver, kube-controller-manager, kubectl.
+    /// The folder holding etcd, kube-apiserver, kube-controller-manager,
+    /// kubectl, kube-scheduler and kwok.
     pub fn assets(&self) -> &Path {
         &self.assets
     }
@@ -613,6 +662,8 @@ impl ControlPlane {
     /// CONTROL_PLANE_KEEP_DIR is set). Idempotent; Drop calls it.
     pub fn stop(&self) {
         for (slot, grace) in [
+            (&self.kwok, Duration::from_secs(10)),
+            (&self.scheduler, Duration::from_secs(10)),
             (&self.controller_manager, Duration::from_secs(10)),
             (&self.apiserver, Duration::from_secs(30)),
             (&self.etcd, Duration::from_secs(10)),
@@ -649,7 +700,7 @@ pub fn repo_root() -> PathBuf {
     root.canonicalize().unwrap_or(root)
 }
 
-/// The folder with the four binaries: KUBEBUILDER_ASSETS when it has them all,
+/// The folder with the six binaries: KUBEBUILDER_ASSETS when it has them all,
 /// else whatever scripts/envtest.sh prints (it builds what is missing).
 pub fn find_assets() -> Result<PathBuf, Error> {
     if let Some(dir) = std::env::var_os("KUBEBUILDER_ASSETS").map(PathBuf::from)
@@ -678,13 +729,13 @@ pub fn find_assets() -> Result<PathBuf, Error> {
     }
 }
 
-fn free_ports() -> Result<[u16; 4], Error> {
-    // All bound at once, so the four differ.
-    let listeners = (0..4)
+fn free_ports<const N: usize>() -> Result<[u16; N], Error> {
+    // All bound at once, so they differ.
+    let listeners = (0..N)
         .map(|_| TcpListener::bind(("127.0.0.1", 0)))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| Error::io("finding free loopback ports", e))?;
-    let mut ports = [0u16; 4];
+    let mut ports = [0u16; N];
     for (port, listener) in ports.iter_mut().zip(&listeners) {
         *port = listener.local_addr().map_err(|e| Error::io("reading a bound port", e))?.port();
     }

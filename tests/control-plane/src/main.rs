@@ -1,8 +1,9 @@
-//! `control-plane up [--dir DIR] [--no-controller-manager] [--no-audit-log]`
+//! `control-plane up [--dir DIR] [--pods] [--no-controller-manager] [--no-audit-log]`
 //!
-//! Starts etcd, kube-apiserver and kube-controller-manager on loopback, writes
-//! `DIR/kubeconfig` (admin) and `DIR/operator.kubeconfig` once everything is
-//! ready, prints `KUBECONFIG=...` lines, and runs until SIGINT or SIGTERM,
+//! Starts etcd, kube-apiserver and kube-controller-manager on loopback (with
+//! --pods also kube-scheduler, the workload controllers and kwok with fake
+//! Nodes, so Pods start), writes `DIR/kubeconfig` (admin) and
+//! `DIR/operator.kubeconfig` once everything is ready, prints `KUBECONFIG=...` lines, and runs until SIGINT or SIGTERM,
 //! then stops everything and removes the kubeconfigs. Without --dir the
 //! kubeconfigs stay in the control plane's temp dir.
 
@@ -11,7 +12,7 @@ use std::process::ExitCode;
 
 use control_plane::{ControlPlane, Options, User};
 
-const USAGE: &str = "usage: control-plane up [--dir DIR] [--no-controller-manager] [--no-audit-log]";
+const USAGE: &str = "usage: control-plane up [--dir DIR] [--pods] [--no-controller-manager] [--no-audit-log]";
 
 struct Args {
     dir: Option<PathBuf>,
@@ -29,6 +30,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--dir" => parsed.dir = Some(args.next().ok_or("--dir needs a folder")?.into()),
+            "--pods" => parsed.options.pods = true,
             "--no-controller-manager" => parsed.options.controller_manager = false,
             "--no-audit-log" => parsed.options.audit_log = false,
             other => return Err(format!("unknown argument {other:?}\n{USAGE}")),

@@ -113,3 +113,80 @@ async fn restart_keeps_data_and_clients_and_drop_cleans_up() {
     let refused = TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_secs(1));
     assert!(refused.is_err(), "nothing listens on the API server's port any more");
 }
+
+/// The pods mode: a Deployment's Pods are spread by the scheduler over the
+/// fake Nodes (hard anti-affinity), kwok gives each an IP from its Node's
+/// podCIDR and makes it Ready, a scale-down deletes them, and dropping the
+/// plane stops kwok and the scheduler with the rest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pods_mode_schedules_starts_and_deletes_pods() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::api::{ListParams, Patch, PatchParams};
+
+    let plane = ControlPlane::start_with(Options { audit_log: false, ..Options::pods() }).expect("control plane");
+    eprintln!("pods mode started in {:.2}s", plane.startup_time().as_secs_f64());
+    let client = plane.client(User::Admin).await.expect("client");
+    let deployment: Deployment = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "web"},
+        "spec": {
+            "replicas": 3,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {
+                    "containers": [{"name": "web", "image": "registry.k8s.io/pause:3.10"}],
+                    "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                        {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}
+                    ]}}
+                }
+            }
+        }
+    }))
+    .expect("a Deployment");
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
+    deployments.create(&PostParams::default(), &deployment).await.expect("create");
+    let pods: Api<Pod> = Api::namespaced(client, "default");
+    let web = ListParams::default().labels("app=web");
+    let settled = |count: usize| {
+        let (pods, web) = (pods.clone(), web.clone());
+        async move {
+            for _ in 0..300 {
+                let list = pods.list(&web).await.expect("listing Pods").items;
+                if list.len() == count && list.iter().all(control_plane::pod_ready_with_ip) {
+                    return list;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            panic!("{count} Ready Pods did not appear in 30s");
+        }
+    };
+    let running = settled(3).await;
+    let mut nodes: Vec<String> = Vec::new();
+    for pod in &running {
+        let node = pod.spec.as_ref().and_then(|s| s.node_name.clone()).expect("scheduled");
+        let index = control_plane::FAKE_NODES.iter().position(|(n, _)| *n == node).expect("a fake Node");
+        let ip = pod.status.as_ref().and_then(|s| s.pod_ip.clone()).expect("an IP");
+        assert!(ip.starts_with(&format!("10.244.{}.", index + 1)), "{ip} is not from {node}'s podCIDR");
+        nodes.push(node);
+    }
+    nodes.sort();
+    nodes.dedup();
+    assert_eq!(nodes.len(), 3, "one Pod per Node");
+
+    let scale = serde_json::json!({"spec": {"replicas": 1}});
+    deployments.patch("web", &PatchParams::default(), &Patch::Merge(&scale)).await.expect("scale");
+    settled(1).await;
+
+    let dir = plane.dir().to_owned();
+    drop(plane);
+    assert!(!dir.exists(), "the temp dir is removed");
+    let left: Vec<String> = std::fs::read_dir("/proc")
+        .expect("/proc")
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(&*dir.to_string_lossy()))
+        .collect();
+    assert!(left.is_empty(), "processes left behind: {left:?}");
+}
