@@ -7,7 +7,8 @@
 //! the packaged chart; and `helm install` into a real API server creates
 //! objects with the RBAC they should have (SubjectAccessReviews), the
 //! operator runs in one namespace as the chart's ServiceAccount with no
-//! request refused, and `helm uninstall` takes it all away but the CRD.
+//! request refused, `helm upgrade` switches a release to one namespace, and
+//! `helm uninstall` takes it all away but the CRD.
 
 #[path = "operator_support.rs"]
 mod operator_support;
@@ -750,12 +751,27 @@ async fn helm_install_grants_the_rbac_runs_in_one_namespace_and_uninstalls() {
     assert_eq!(refused(), Vec::<String>::new(), "requests refused with the chart's Role");
     drop(running);
 
+    // `helm upgrade` of the cluster-wide release to one watched namespace:
+    // the ClusterRole and its binding go, a Role and RoleBinding there come.
+    let watch_anywhere = format!("watchNamespace={anywhere}");
+    helm_on(plane, &["upgrade", RELEASE, chart.as_str(), "--namespace", NAMESPACE, "--set", &watch_anywhere]);
+    let upgraded = release_objects(plane, RELEASE, NAMESPACE);
+    assert_eq!(kinds(&upgraded), kinds(&scoped), "the upgraded release is namespace-scoped");
+    assert_installed(plane, &upgraded);
+    let cluster_scoped: Vec<Value> =
+        cluster_wide.iter().filter(|o| o["metadata"]["namespace"].is_null()).cloned().collect();
+    assert_eq!(kinds(&cluster_scoped), ["ClusterRole", "ClusterRoleBinding"].map(String::from).into());
+    wait_uninstalled(plane, &cluster_scoped).await;
+    expect_access(&admin, &operator, &access("list", "memcached.c5c3.io/memcacheds", None), false).await;
+    expect_access(&admin, &operator, &access("list", "memcached.c5c3.io/memcacheds", Some(&anywhere)), true).await;
+
     // Uninstall: every object goes, the CRD (and so the CRs) stays.
     helm_on(plane, &["uninstall", "scoped", "--namespace", &ops]);
     helm_on(plane, &["uninstall", RELEASE, "--namespace", NAMESPACE]);
     wait_uninstalled(plane, &scoped).await;
     wait_uninstalled(plane, &cluster_wide).await;
-    expect_access(&admin, &operator, &access("list", "memcached.c5c3.io/memcacheds", None), false).await;
+    wait_uninstalled(plane, &upgraded).await;
+    expect_access(&admin, &operator, &access("list", "memcached.c5c3.io/memcacheds", Some(&anywhere)), false).await;
     expect_access(&admin, &scoped_user, &access("list", "memcached.c5c3.io/memcacheds", Some(&team)), false).await;
     assert!(live(plane, &crd).is_some(), "helm never deletes a CRD from crds/ (nor the CRs with it)");
     assert!(memcacheds.get_opt("cache").await.expect("reading the CR").is_some(), "the CR outlives the release");
