@@ -1,25 +1,63 @@
-//! The CRD on a real kube-apiserver (tests/control-plane): every fixture and
-//! sample is accepted, and every OpenAPI bound, enum and CEL rule of the CRD
-//! rejects what it should, naming the field the problem is at.
+//! The CRD on a real kube-apiserver (tests/control-plane), with
+//! deploy/admission/'s MutatingAdmissionPolicy: both served versions; every
+//! fixture and sample accepted; every OpenAPI bound, enum and CEL rule of the
+//! CRD rejecting what it should, naming the field the problem is at; every
+//! rule of the Go operator's validating webhook rejected at admission; and the
+//! spec the API server stores equal to the module's `default`.
 
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use control_plane::{ControlPlane, User};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
+use memcached_logic::api::SERVED_VERSIONS;
 use serde_json::{Value, json};
 
-fn memcached_resource() -> ApiResource {
-    let gvk = GroupVersionKind::gvk("memcached.c5c3.io", "v1alpha1", "Memcached");
+fn memcached_resource(version: &str) -> ApiResource {
+    let gvk = GroupVersionKind::gvk("memcached.c5c3.io", version, "Memcached");
     ApiResource::from_gvk_with_plural(&gvk, "memcacheds")
 }
 
-/// The shared control plane with our CRDs, and a fresh namespace.
+/// The shared control plane with our CRDs and the defaulting policy, and a
+/// fresh namespace; the API at the storage version.
 async fn memcacheds(prefix: &str) -> Api<DynamicObject> {
+    memcacheds_at(prefix, "v1beta1").await
+}
+
+/// As `memcacheds`, the API at `version`.
+async fn memcacheds_at(prefix: &str, version: &str) -> Api<DynamicObject> {
     let plane = ControlPlane::shared();
     plane.install_crds().await.expect("installing the CRDs");
+    let policy = control_plane::repo_root().join("deploy/admission/memcached-defaults.yaml");
+    let policy = std::fs::read_to_string(&policy).expect("deploy/admission/memcached-defaults.yaml");
+    plane.apply_yaml(&policy).await.expect("applying the MutatingAdmissionPolicy");
     let namespace = plane.create_namespace(prefix).await.expect("creating a namespace");
     let client = plane.client(User::Admin).await.expect("an admin client");
-    Api::namespaced_with(client, &namespace, &memcached_resource())
+    let api = Api::namespaced_with(client, &namespace, &memcached_resource(version));
+    policy_in_force(&api, version).await;
+    api
+}
+
+/// The Memcacheds of `api`'s namespace through `version`.
+async fn same_namespace_at(api: &Api<DynamicObject>, version: &str) -> Api<DynamicObject> {
+    let client = ControlPlane::shared().client(User::Admin).await.expect("an admin client");
+    Api::namespaced_with(client, api.namespace().expect("a namespace"), &memcached_resource(version))
+}
+
+/// A new policy takes a moment to reach the API server's admission chain:
+/// waits until a dry run of an empty spec comes back with `replicas: 1`.
+async fn policy_in_force(api: &Api<DynamicObject>, version: &str) {
+    let dry_run = PostParams { dry_run: true, ..PostParams::default() };
+    let probe = object(&format!("memcached.c5c3.io/{version}"), "Memcached", "probe", &json!({}));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let stored = api.create(&dry_run, &probe).await.expect("a dry run of an empty spec");
+        if stored.data["spec"]["replicas"] == 1 {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the MutatingAdmissionPolicy never applied: {:?}", stored.data);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 /// An object of `kind` (`apiVersion` given) named `name` with `spec`.
@@ -29,7 +67,11 @@ fn object(api_version: &str, kind: &str, name: &str, spec: &Value) -> DynamicObj
 }
 
 fn memcached(name: &str, spec: &Value) -> DynamicObject {
-    object("memcached.c5c3.io/v1alpha1", "Memcached", name, spec)
+    memcached_at("v1beta1", name, spec)
+}
+
+fn memcached_at(version: &str, name: &str, spec: &Value) -> DynamicObject {
+    object(&format!("memcached.c5c3.io/{version}"), "Memcached", name, spec)
 }
 
 fn cr_files() -> Vec<PathBuf> {
@@ -50,7 +92,10 @@ fn cr_files() -> Vec<PathBuf> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_fixture_and_sample_is_accepted() {
-    let api = memcacheds("crd-accepts").await;
+    // Each through the version it is written in (the API server refuses a
+    // body whose apiVersion is not the URL's).
+    let beta = memcacheds_at("crd-accepts", "v1beta1").await;
+    let alpha = same_namespace_at(&beta, "v1alpha1").await;
     let files = cr_files();
     assert!(files.len() >= 20, "expected the fixtures and samples, found {files:?}");
     let mut rejected = Vec::new();
@@ -62,6 +107,11 @@ async fn every_fixture_and_sample_is_accepted() {
             let name = format!("cr-{index}");
             object.metadata.name = Some(name.clone());
             object.metadata.namespace = None;
+            let api = if object.types.as_ref().is_some_and(|t| t.api_version.ends_with("/v1alpha1")) {
+                &alpha
+            } else {
+                &beta
+            };
             match api.create(&PostParams::default(), &object).await {
                 Ok(stored) => {
                     created += 1;
@@ -381,32 +431,162 @@ fn invalid_cases() -> Vec<Case> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn invalid_specs_are_rejected_at_their_field() {
-    let api = memcacheds("crd-rejects").await;
+    assert_rejected(&invalid_cases(), "crd-rejects").await;
+}
+
+/// Sends each case (a dry run) through every served version; each must be
+/// rejected with a 422 at the case's field with its message.
+async fn assert_rejected(cases: &[Case], prefix: &str) {
     let dry_run = PostParams { dry_run: true, ..PostParams::default() };
     let mut failures = Vec::new();
-    let cases = invalid_cases();
-    for case in &cases {
-        match api.create(&dry_run, &memcached("invalid", &case.spec)).await {
-            Ok(_) => failures.push(format!("{}: accepted", case.what)),
-            Err(kube::Error::Api(status)) => {
-                let causes = status.details.as_ref().map(|d| d.causes.clone()).unwrap_or_default();
-                let at_field = causes.iter().find(|c| c.field == case.field);
-                let problem = match at_field {
-                    _ if status.code != 422 => Some(format!("status {} ({})", status.code, status.message)),
-                    None => Some(format!("no cause at {}; causes: {causes:?}", case.field)),
-                    Some(cause) if !cause.message.contains(case.message) => {
-                        Some(format!("message {:?} lacks {:?}", cause.message, case.message))
+    for version in SERVED_VERSIONS {
+        let api = memcacheds_at(prefix, version).await;
+        for case in cases {
+            let what = format!("{version} {}", case.what);
+            match api.create(&dry_run, &memcached_at(version, "invalid", &case.spec)).await {
+                Ok(_) => failures.push(format!("{what}: accepted")),
+                Err(kube::Error::Api(status)) => {
+                    let causes = status.details.as_ref().map(|d| d.causes.clone()).unwrap_or_default();
+                    let at_field = causes.iter().find(|c| c.field == case.field);
+                    let problem = match at_field {
+                        _ if status.code != 422 => Some(format!("status {} ({})", status.code, status.message)),
+                        None => Some(format!("no cause at {}; causes: {causes:?}", case.field)),
+                        Some(cause) if !cause.message.contains(case.message) => {
+                            Some(format!("message {:?} lacks {:?}", cause.message, case.message))
+                        }
+                        Some(_) => None,
+                    };
+                    if let Some(problem) = problem {
+                        failures.push(format!("{what}: {problem}"));
                     }
-                    Some(_) => None,
-                };
-                if let Some(problem) = problem {
-                    failures.push(format!("{}: {problem}", case.what));
                 }
+                Err(e) => failures.push(format!("{what}: {e}")),
             }
-            Err(e) => failures.push(format!("{}: {e}", case.what)),
         }
     }
     assert!(failures.is_empty(), "{} of {} cases failed:\n{}", failures.len(), cases.len(), failures.join("\n"));
+}
+
+/// One case per rule of the Go operator v0.4.0's validating webhook
+/// (api/v1beta1/memcached_validation_webhook.go), which runs after its
+/// mutating webhook: each CR it rejects is rejected here, with no webhook.
+/// Where our field path differs from the Go operator's, the Go path is in the
+/// comment (the README's "Migrating from the Go operator" lists them).
+fn go_webhook_cases() -> Vec<Case> {
+    let cpu_request = json!({ "requests": { "cpu": "100m" } });
+    vec![
+        // validateMemoryLimit. Go: spec.resources.limits.memory.
+        case(
+            "memory limit below maxMemoryMB + 32Mi",
+            json!({ "memcached": { "maxMemoryMB": 128 }, "resources": { "limits": { "memory": "159Mi" } } }),
+            "spec.resources.limits[memory]",
+            "must be at least memcached.maxMemoryMB + 32 MiB",
+        ),
+        case(
+            "memory limit below the defaulted 64 MB + 32Mi",
+            json!({ "resources": { "limits": { "memory": "95Mi" } } }),
+            "spec.resources.limits[memory]",
+            "must be at least memcached.maxMemoryMB + 32 MiB",
+        ),
+        // validatePDB. Go: spec.highAvailability.podDisruptionBudget.
+        case(
+            "PDB with minAvailable and maxUnavailable",
+            json!({ "replicas": 3, "highAvailability": { "podDisruptionBudget": { "enabled": true, "minAvailable": 1, "maxUnavailable": 1 } } }),
+            "spec.highAvailability.podDisruptionBudget.maxUnavailable",
+            "mutually exclusive",
+        ),
+        case(
+            "PDB integer minAvailable not below replicas",
+            json!({ "replicas": 3, "highAvailability": { "podDisruptionBudget": { "enabled": true, "minAvailable": 3 } } }),
+            "spec.highAvailability.podDisruptionBudget.minAvailable",
+            "an integer minAvailable must be below replicas",
+        ),
+        case(
+            "PDB integer minAvailable not below the defaulted 1 replica",
+            json!({ "highAvailability": { "podDisruptionBudget": { "enabled": true, "minAvailable": 1 } } }),
+            "spec.highAvailability.podDisruptionBudget.minAvailable",
+            "an integer minAvailable must be below replicas",
+        ),
+        // validateGracefulShutdown.
+        case(
+            "terminationGracePeriodSeconds equal to preStopDelaySeconds",
+            json!({ "highAvailability": { "gracefulShutdown": { "enabled": true, "preStopDelaySeconds": 20, "terminationGracePeriodSeconds": 20 } } }),
+            "spec.highAvailability.gracefulShutdown.terminationGracePeriodSeconds",
+            "must be greater than preStopDelaySeconds",
+        ),
+        case(
+            "a preStopDelaySeconds above the defaulted 30 s grace period",
+            json!({ "highAvailability": { "gracefulShutdown": { "enabled": true, "preStopDelaySeconds": 40 } } }),
+            "spec.highAvailability.gracefulShutdown.terminationGracePeriodSeconds",
+            "must be greater than preStopDelaySeconds",
+        ),
+        // validateSecuritySecretRefs.
+        case(
+            "SASL enabled without credentialsSecretRef",
+            json!({ "security": { "sasl": { "enabled": true } } }),
+            "spec.security.sasl.credentialsSecretRef.name",
+            "SASL needs credentialsSecretRef.name",
+        ),
+        case(
+            "TLS enabled without certificateSecretRef.name",
+            json!({ "security": { "tls": { "enabled": true, "certificateSecretRef": {} } } }),
+            "spec.security.tls.certificateSecretRef.name",
+            "TLS needs certificateSecretRef.name",
+        ),
+        // validateAutoscaling.
+        case(
+            "replicas with autoscaling enabled",
+            json!({ "replicas": 3, "resources": cpu_request, "autoscaling": { "enabled": true, "maxReplicas": 5 } }),
+            "spec.replicas",
+            "must be absent when autoscaling is enabled",
+        ),
+        case(
+            "minReplicas above maxReplicas",
+            json!({ "resources": cpu_request, "autoscaling": { "enabled": true, "minReplicas": 6, "maxReplicas": 5 } }),
+            "spec.autoscaling.minReplicas",
+            "minReplicas must not exceed maxReplicas",
+        ),
+        // Go compares minReplicas with an absent maxReplicas (0) and names
+        // spec.autoscaling.minReplicas; we require maxReplicas.
+        case(
+            "minReplicas without maxReplicas",
+            json!({ "resources": cpu_request, "autoscaling": { "enabled": true, "minReplicas": 2 } }),
+            "spec.autoscaling.maxReplicas",
+            "maxReplicas is required when autoscaling is enabled",
+        ),
+        // Go: spec.resources.requests.cpu.
+        case(
+            "a CPU Utilization metric without resources.requests.cpu",
+            json!({ "resources": { "requests": { "memory": "128Mi" } }, "autoscaling": { "enabled": true, "maxReplicas": 5, "metrics": [{ "type": "Resource", "resource": { "name": "cpu", "target": { "type": "Utilization", "averageUtilization": 60 } } }] } }),
+            "spec.resources.requests",
+            "a CPU Utilization metric needs resources.requests.cpu",
+        ),
+        case(
+            "the defaulted CPU metric without resources.requests.cpu",
+            json!({ "autoscaling": { "enabled": true, "maxReplicas": 5 } }),
+            "spec.resources.requests",
+            "a CPU Utilization metric needs resources.requests.cpu",
+        ),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_go_webhook_rule_is_rejected_at_admission() {
+    assert_rejected(&go_webhook_cases(), "crd-go-rules").await;
+}
+
+/// Where we differ from the Go operator on purpose (SPEC): a PDB enabled with
+/// neither bound is accepted and gets minAvailable 1 (Go refuses it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pdb_with_neither_bound_is_accepted_on_purpose() {
+    let dry_run = PostParams { dry_run: true, ..PostParams::default() };
+    let spec = json!({ "replicas": 2, "highAvailability": { "podDisruptionBudget": { "enabled": true } } });
+    for version in SERVED_VERSIONS {
+        let api = memcacheds_at("crd-pdb-neither", version).await;
+        let stored = api.create(&dry_run, &memcached_at(version, "pdb", &spec)).await.expect("accepted");
+        // Stored as given: minAvailable 1 is the PDB builder's, not the CR's.
+        assert_eq!(stored.data["spec"]["highAvailability"]["podDisruptionBudget"], json!({ "enabled": true }));
+    }
 }
 
 /// The baseline the invalid cases differ from is itself valid, so each
@@ -436,6 +616,111 @@ async fn boundary_values_are_accepted() {
         }
     }
     assert!(failures.is_empty(), "rejected:\n{}", failures.join("\n"));
+}
+
+/// The module's `default` over what was sent: the spec the API server must store.
+fn module_default(document: &Value) -> Value {
+    let defaulted = memcached_logic::exports::default(&document.to_string())
+        .unwrap_or_else(|e| panic!("the module's default of {document}: {e}"));
+    serde_json::from_str::<Value>(&defaulted).expect("default answers JSON")["spec"].clone()
+}
+
+/// One source of truth for defaults: every fixture and sample, and a CR per
+/// defaulting branch, created through each served version, reads back with
+/// exactly the spec the module's `default` gives the CR as sent (the CRD's
+/// schema defaults plus deploy/admission/'s policy on the server's side).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stored_spec_is_the_modules_default() {
+    let mut documents: Vec<Value> = cr_files()
+        .iter()
+        .flat_map(|path| memcached_tests::yaml_file(path))
+        .filter(|document| document["kind"] == "Memcached")
+        .collect();
+    let branches = [
+        json!({}),
+        json!({ "replicas": 0 }),
+        json!({ "highAvailability": {} }),
+        json!({ "highAvailability": { "antiAffinity": { "type": "required" } } }),
+        json!({ "highAvailability": { "antiAffinity": { "type": "preferred" }, "gracefulShutdown": { "enabled": true } } }),
+        json!({ "highAvailability": { "podDisruptionBudget": { "enabled": true } } }),
+        json!({ "monitoring": { "enabled": false } }),
+        json!({ "monitoring": { "enabled": true, "serviceMonitor": {} } }),
+        json!({ "memcached": { "threads": 8 } }),
+        json!({ "resources": { "requests": { "cpu": "1" } }, "autoscaling": { "enabled": true, "maxReplicas": 4 } }),
+        json!({ "resources": { "requests": { "cpu": "1" } }, "autoscaling": { "enabled": true, "maxReplicas": 4, "metrics": [] } }),
+        json!({ "autoscaling": { "enabled": true, "maxReplicas": 4, "metrics": [{ "type": "Resource", "resource": { "name": "memory", "target": { "type": "AverageValue", "averageValue": "100Mi" } } }], "behavior": { "scaleUp": { "stabilizationWindowSeconds": 5 } } } }),
+        json!({ "autoscaling": { "enabled": false, "maxReplicas": 4 } }),
+    ];
+    documents.extend(branches.into_iter().map(|spec| json!({ "kind": "Memcached", "spec": spec })));
+    documents.push(json!({ "kind": "Memcached" })); // no spec at all
+    let dry_run = PostParams { dry_run: true, ..PostParams::default() };
+    let mut failures = Vec::new();
+    for version in SERVED_VERSIONS {
+        let api = memcacheds_at("crd-defaults", version).await;
+        for (index, original) in documents.iter().enumerate() {
+            let mut document = original.clone();
+            document["apiVersion"] = json!(format!("memcached.c5c3.io/{version}"));
+            document["metadata"] = json!({ "name": format!("cr-{index}") });
+            let sent: DynamicObject = serde_json::from_value(document.clone()).expect("a Memcached");
+            let stored = match api.create(&dry_run, &sent).await {
+                Ok(stored) => stored,
+                Err(e) => {
+                    failures.push(format!("{version} {}: {e}", original["spec"]));
+                    continue;
+                }
+            };
+            let want = module_default(&document);
+            if stored.data["spec"] != want {
+                failures.push(format!(
+                    "{version} {}:\n  stored {}\n  module {want}",
+                    original["spec"], stored.data["spec"]
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} stored specs differ:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// What the Go operator's webhook stored, literally, for an empty spec and for
+/// an autoscaled one; and an update that drops `replicas` gets it back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stored_spec_is_what_the_go_webhook_stored() {
+    let api = memcacheds_at("crd-go-defaults", "v1alpha1").await;
+    let memcached_block =
+        json!({ "maxMemoryMB": 64, "maxConnections": 1024, "threads": 4, "maxItemSize": "1m", "verbosity": 0 });
+    let created = api.create(&PostParams::default(), &memcached_at("v1alpha1", "empty", &json!({}))).await;
+    let created = created.expect("an empty spec is accepted");
+    assert_eq!(created.data["spec"], json!({ "replicas": 1, "image": "memcached:1.6", "memcached": memcached_block }));
+
+    let autoscaled =
+        json!({ "resources": { "requests": { "cpu": "250m" } }, "autoscaling": { "enabled": true, "maxReplicas": 6 } });
+    let stored = api.create(&PostParams::default(), &memcached_at("v1alpha1", "autoscaled", &autoscaled)).await;
+    assert_eq!(
+        stored.expect("an autoscaled spec is accepted").data["spec"],
+        json!({
+            "image": "memcached:1.6",
+            "memcached": memcached_block,
+            "resources": { "requests": { "cpu": "250m" } },
+            "autoscaling": {
+                "enabled": true, "maxReplicas": 6,
+                "metrics": [{ "type": "Resource", "resource": { "name": "cpu", "target": { "type": "Utilization", "averageUtilization": 80 } } }],
+                "behavior": { "scaleDown": { "stabilizationWindowSeconds": 300 } },
+            },
+        }),
+        "no replicas and no minReplicas under autoscaling"
+    );
+
+    // A replace without replicas (and with autoscaling off) stores 1 again.
+    let mut replaced = created.clone();
+    replaced.data["spec"] = json!({ "image": "memcached:1.6.38" });
+    let replaced = api.replace("empty", &PostParams::default(), &replaced).await.expect("a replace");
+    assert_eq!(replaced.data["spec"]["replicas"], 1);
+    assert_eq!(replaced.data["spec"]["image"], "memcached:1.6.38");
+    // Read through the other version: the same object, the same spec.
+    let beta = same_namespace_at(&api, "v1beta1").await;
+    let read = beta.get("empty").await.expect("read as v1beta1");
+    assert_eq!(read.types.expect("types").api_version, "memcached.c5c3.io/v1beta1");
+    assert_eq!(read.data["spec"], replaced.data["spec"]);
 }
 
 /// Our ServiceMonitor CRD takes what the guest builds and types what it sets.

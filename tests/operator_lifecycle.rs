@@ -60,6 +60,42 @@ async fn creates_every_object_owned_by_the_cr_with_events_and_status() {
     assert!(ns.event_notes("Updated").await.is_empty(), "nothing was updated after creation");
 }
 
+/// Both served versions reconcile: the operator watches the storage version
+/// (v1beta1), so a CR written through v1alpha1 is the same object, and its
+/// children's controller references name v1beta1, as the Go operator's do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cr_of_either_served_version_owns_its_children_through_v1beta1() {
+    let ns = TestNamespace::new("versions").await;
+    let beta = ns.api(&gvk("memcached.c5c3.io", "v1beta1", "Memcached", "memcacheds"));
+    let mut created = Vec::new();
+    for (version, api) in [("v1alpha1", ns.memcacheds()), ("v1beta1", beta.clone())] {
+        let name = format!("cache-{version}");
+        let cr: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": format!("memcached.c5c3.io/{version}"), "kind": "Memcached",
+            "metadata": {"name": name}, "spec": {"replicas": 2, "highAvailability": {"podDisruptionBudget": {"enabled": true}}},
+        }))
+        .expect("a Memcached");
+        let cr = api.create(&PostParams::default(), &cr).await.expect("creating the CR");
+        created.push((name, cr.uid()));
+    }
+    let _operator = ns.start_operator().await;
+    for (name, uid) in created {
+        let live = converged(&ns, &name).await;
+        assert_eq!(live.len(), 3, "{name}: Deployment, Service and PDB: {:?}", live.keys().collect::<Vec<_>>());
+        for (kind, object) in &live {
+            let reference = object.owner_references().iter().find(|r| r.controller == Some(true)).cloned();
+            let reference = reference.unwrap_or_else(|| panic!("{name}: {kind} has a controller reference"));
+            assert_eq!(reference.api_version, "memcached.c5c3.io/v1beta1", "{name}: {kind}");
+            assert_eq!((reference.name.as_str(), Some(reference.uid)), (name.as_str(), uid.clone()), "{kind}");
+        }
+        // The status the operator wrote reads the same through both versions.
+        let through_beta = beta.get(&name).await.expect("read as v1beta1");
+        let through_alpha = ns.memcacheds().get(&name).await.expect("read as v1alpha1");
+        assert_eq!(through_beta.data["status"], through_alpha.data["status"], "{name}");
+        assert_eq!(through_beta.data["status"]["observedGeneration"], 1, "{name}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unchanged_cr_costs_no_write_at_all() {
     let ns = TestNamespace::new("steady").await;

@@ -1,9 +1,9 @@
 """A kopf-style handler for Memcached CRs, with every decision taken by the
 logic component. Registered in a kopf operator it reads:
 
-    @kopf.on.create("memcached.c5c3.io", "v1alpha1", "memcacheds")
-    @kopf.on.update("memcached.c5c3.io", "v1alpha1", "memcacheds")
-    @kopf.on.resume("memcached.c5c3.io", "v1alpha1", "memcacheds")
+    @kopf.on.create("memcached.c5c3.io", "v1beta1", "memcacheds")
+    @kopf.on.update("memcached.c5c3.io", "v1beta1", "memcacheds")
+    @kopf.on.resume("memcached.c5c3.io", "v1beta1", "memcacheds")
     def reconcile(body, logger, **kwargs): ...
 
 kopf calls it with keyword arguments (body, spec, meta, name, namespace,

@@ -35,9 +35,11 @@ impl KindInfo {
     }
 }
 
+/// The parent at its storage version: what the host watches and what owner
+/// references name (v1alpha1 is served too, see `api::SERVED_VERSIONS`).
 pub const MEMCACHED: KindInfo = KindInfo {
     group: "memcached.c5c3.io",
-    version: "v1alpha1",
+    version: "v1beta1",
     kind: "Memcached",
     plural: "memcacheds",
     namespaced: true,

@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::Value;
 
-use crate::api::{Memcached, defaults, validation};
+use crate::api::{Memcached, SERVED_VERSIONS, defaults, validation};
 use crate::builders;
 use crate::children::{ChildKind, KindInfo, MEMCACHED, SECRET};
 use crate::error::{Error, FieldError};
@@ -25,6 +25,8 @@ struct MemcachedDocument {
     api_version: Option<String>,
     kind: Option<String>,
     metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    /// Absent is `{}`, as the CRD's default stores it.
+    #[serde(default)]
     spec: crate::api::MemcachedSpec,
     status: Option<crate::api::MemcachedStatus>,
 }
@@ -35,14 +37,23 @@ impl MemcachedDocument {
         if let Some(kind) = self.kind.filter(|k| k != MEMCACHED.kind) {
             return Err(Error::malformed("kind", format!("must be Memcached, got {kind:?}")));
         }
-        if let Some(api_version) = self.api_version.filter(|v| *v != MEMCACHED.api_version()) {
+        if let Some(api_version) = self.api_version.filter(|v| !is_served_version(v)) {
+            let served: Vec<String> =
+                SERVED_VERSIONS.iter().map(|version| format!("{}/{version}", MEMCACHED.group)).collect();
             return Err(Error::malformed(
                 "apiVersion",
-                format!("must be {}, got {api_version:?}", MEMCACHED.api_version()),
+                format!("must be one of {}, got {api_version:?}", served.join(", ")),
             ));
         }
         Ok(Memcached { metadata: self.metadata, spec: self.spec, status: self.status })
     }
+}
+
+/// `group/version` of a version the CRD serves (all share one schema).
+fn is_served_version(api_version: &str) -> bool {
+    api_version
+        .split_once('/')
+        .is_some_and(|(group, version)| group == MEMCACHED.group && SERVED_VERSIONS.contains(&version))
 }
 
 /// Parses a `Memcached` object, checking apiVersion and kind when given.

@@ -63,10 +63,10 @@ fn every_present_section_gets_its_defaults() {
             json!({ "monitoring": { "serviceMonitor": { "interval": "30s", "scrapeTimeout": "10s" } } }),
         ),
         (
-            "autoscaling: no replicas, min 1, CPU 80%, scale-down stabilization 300",
+            "autoscaling: no replicas, CPU 80%, scale-down stabilization 300",
             json!({ "resources": { "requests": { "cpu": "1" } }, "autoscaling": { "enabled": true, "maxReplicas": 4 } }),
             json!({ "autoscaling": {
-                "enabled": true, "minReplicas": 1, "maxReplicas": 4,
+                "enabled": true, "maxReplicas": 4,
                 "metrics": [{ "type": "Resource", "resource": { "name": "cpu", "target": { "type": "Utilization", "averageUtilization": 80 } } }],
                 "behavior": { "scaleDown": { "stabilizationWindowSeconds": 300 } },
             }}),
@@ -85,6 +85,8 @@ fn replicas_stay_absent_under_autoscaling() {
         json!({ "resources": { "requests": { "cpu": "1" } }, "autoscaling": { "enabled": true, "maxReplicas": 4 } }),
     );
     assert!(got.get("replicas").is_none(), "{got}");
+    // As the Go operator stores it: the HPA's own default applies.
+    assert!(got["autoscaling"].get("minReplicas").is_none(), "{got}");
     let disabled = defaulted_spec(json!({ "autoscaling": { "enabled": false, "maxReplicas": 4 } }));
     assert_eq!(disabled["replicas"], 1);
     assert_eq!(

@@ -43,20 +43,36 @@ fn every_rendered_object_has_one_controller_reference() {
 
 #[test]
 fn desired_objects_carry_the_crs_uid() {
-    let cr = with_uid(cr_value(everything()), "3f1e0c5a-uid");
-    for kind in
-        ["Deployment", "Service", "PodDisruptionBudget", "HorizontalPodAutoscaler", "ServiceMonitor", "NetworkPolicy"]
-    {
-        let got = desired(kind, &cr, None, &[]).unwrap();
-        assert_eq!(
-            got["metadata"]["ownerReferences"],
-            json!([{
-                "apiVersion": "memcached.c5c3.io/v1alpha1", "kind": "Memcached", "name": "my-cache",
-                "uid": "3f1e0c5a-uid", "controller": true, "blockOwnerDeletion": true,
-            }]),
-            "{kind}"
-        );
+    // Either served version: the reference names the storage version, v1beta1.
+    for api_version in ["memcached.c5c3.io/v1beta1", "memcached.c5c3.io/v1alpha1"] {
+        let mut cr = with_uid(cr_value(everything()), "3f1e0c5a-uid");
+        cr["apiVersion"] = json!(api_version);
+        for kind in memcached_logic::children::ChildKind::ALL.map(|k| k.info().kind) {
+            let got = desired(kind, &cr, None, &[]).unwrap();
+            assert_eq!(
+                got["metadata"]["ownerReferences"],
+                json!([{
+                    "apiVersion": "memcached.c5c3.io/v1beta1", "kind": "Memcached", "name": "my-cache",
+                    "uid": "3f1e0c5a-uid", "controller": true, "blockOwnerDeletion": true,
+                }]),
+                "{api_version} {kind}"
+            );
+        }
     }
+}
+
+/// A child an earlier release owned through v1alpha1 is taken over in place:
+/// its reference moves to v1beta1, no second controller reference appears.
+#[test]
+fn a_v1alpha1_owner_reference_moves_to_v1beta1() {
+    let cr = with_uid(cr_value(json!({})), "u-1");
+    let current = json!({ "apiVersion": "v1", "kind": "Service", "metadata": { "name": "my-cache", "namespace": "default",
+        "ownerReferences": [{ "apiVersion": "memcached.c5c3.io/v1alpha1", "kind": "Memcached", "name": "my-cache",
+                              "uid": "u-1", "controller": true, "blockOwnerDeletion": true }] } });
+    let got = desired("Service", &cr, Some(&current), &[]).unwrap();
+    let references = got["metadata"]["ownerReferences"].as_array().unwrap();
+    assert_eq!(references.len(), 1, "{references:?}");
+    assert_eq!(references[0]["apiVersion"], "memcached.c5c3.io/v1beta1");
 }
 
 #[test]

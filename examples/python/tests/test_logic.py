@@ -64,7 +64,7 @@ def test_bad_input_is_a_logic_error_never_a_crash(logic):
 def test_manifest_names_the_parent_and_every_kind(logic):
     manifest = logic.instance().manifest()
     assert (manifest.name, manifest.parent.kind, manifest.parent.api_version) == (
-        "memcached", "Memcached", "memcached.c5c3.io/v1alpha1")
+        "memcached", "Memcached", "memcached.c5c3.io/v1beta1")
     assert [k.kind for k in manifest.owned] == [
         "Deployment", "Service", "PodDisruptionBudget", "HorizontalPodAutoscaler", "ServiceMonitor", "NetworkPolicy"]
     assert [k.kind for k in manifest.reads] == ["Secret"]

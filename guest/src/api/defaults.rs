@@ -201,10 +201,13 @@ fn default_cpu_metric() -> MetricSpec {
     }
 }
 
-/// Writes every default into the CR, for the WIT `default` function.
-/// Sections the user left out stay out (an absent section means "off"), but
-/// every section present gets its defaults. Applying twice changes nothing,
-/// and a CR is valid after defaulting exactly when it was before.
+/// Writes every default into the CR, for the WIT `default` function: the
+/// spec the Go operator's mutating webhook stored, and the one the API
+/// server stores with the CRD's schema defaults and deploy/admission/
+/// (tests/crd_validation.rs checks they agree). Sections the user left out
+/// stay out (an absent section means "off"), except `memcached`, but every
+/// section present gets its defaults. Applying twice changes nothing, and a
+/// CR is valid after defaulting exactly when it was before.
 pub fn apply(memcached: &mut Memcached) {
     let spec = &mut memcached.spec;
     // Under autoscaling replicas stays absent; a user's value is kept either
@@ -228,8 +231,9 @@ pub fn apply(memcached: &mut Memcached) {
     if let Some(monitoring) = spec.monitoring.as_mut() {
         apply_monitoring(monitoring);
     }
+    // minReplicas stays absent, as the Go operator stores it: the HPA's own
+    // default (1) applies, and the builder writes it out.
     if let Some(autoscaling) = spec.autoscaling.as_mut().filter(|a| a.enabled) {
-        autoscaling.min_replicas.get_or_insert(MIN_REPLICAS);
         autoscaling.metrics = Some(autoscaling.effective_metrics());
         autoscaling.behavior = Some(autoscaling.effective_behavior());
     }

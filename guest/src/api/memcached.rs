@@ -1,4 +1,5 @@
-//! The `Memcached` custom resource, `memcached.c5c3.io/v1alpha1`.
+//! The `Memcached` custom resource, `memcached.c5c3.io`: served as v1alpha1
+//! and v1beta1 with this one schema, stored as v1beta1 (`super::crd_yaml`).
 //!
 //! Ranges, enums, lengths and defaults here become the CRD's OpenAPI schema;
 //! the cross-field rules are CEL `x-kubernetes-validations` on the struct that
@@ -21,7 +22,7 @@ use serde::{Deserialize, Serialize};
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "memcached.c5c3.io",
-    version = "v1alpha1",
+    version = "v1beta1",
     kind = "Memcached",
     plural = "memcacheds",
     shortname = "mc",
@@ -79,7 +80,10 @@ pub struct MemcachedSpec {
     pub resources: Option<ResourceRequirements>,
 
     /// memcached's own settings, passed as command-line flags.
+    // `default: {}`: the block is always stored with its defaults, as the Go
+    // operator's webhook stores it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = {}))]
     pub memcached: Option<MemcachedConfig>,
 
     /// Anti-affinity, topology spread, PodDisruptionBudget and graceful shutdown.

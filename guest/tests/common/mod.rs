@@ -20,7 +20,7 @@ use serde_json::{Map, Value, json};
 
 pub const NAME: &str = "my-cache";
 pub const NAMESPACE: &str = "default";
-pub const API_VERSION: &str = "memcached.c5c3.io/v1alpha1";
+pub const API_VERSION: &str = "memcached.c5c3.io/v1beta1";
 
 // ---- CRs ----
 
