@@ -459,7 +459,7 @@ async fn rbac_grants_exactly_what_the_operator_uses() {
     let memcacheds = admin_api(&admin, &namespace, &exports::manifest().parent);
     let cr = |name: &str, spec: &Value| -> DynamicObject {
         serde_json::from_value(json!({
-            "apiVersion": "memcached.c5c3.io/v1alpha1", "kind": "Memcached",
+            "apiVersion": exports::manifest().parent.api_version(), "kind": "Memcached",
             "metadata": {"name": name}, "spec": spec,
         }))
         .expect("a Memcached")
@@ -752,13 +752,13 @@ async fn admission_needs_the_grants_no_request_shows() {
     let namespace = plane.create_namespace("deploy-admission").await.expect("a namespace");
     let memcacheds = admin_api(&admin, &namespace, &exports::manifest().parent);
     let owner: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "memcached.c5c3.io/v1alpha1", "kind": "Memcached", "metadata": {"name": "owner"}, "spec": {},
+        "apiVersion": exports::manifest().parent.api_version(), "kind": "Memcached", "metadata": {"name": "owner"}, "spec": {},
     }))
     .expect("a Memcached");
     let owner = memcacheds.create(&PostParams::default(), &owner).await.expect("creating a CR");
     // The reference the module writes on every child.
     let owner_reference = json!({
-        "apiVersion": "memcached.c5c3.io/v1alpha1", "kind": "Memcached", "name": "owner",
+        "apiVersion": exports::manifest().parent.api_version(), "kind": "Memcached", "name": "owner",
         "uid": owner.uid().expect("a uid"), "controller": true, "blockOwnerDeletion": true,
     });
     let cluster_role = the_object("ClusterRole");
