@@ -2,12 +2,16 @@
 # `make run`: the operator against a cluster, from a fresh machine.
 #
 # Without a cluster in the environment (no KUBECONFIG, no ~/.kube/config):
-#   starts the local control plane (etcd, kube-apiserver,
-#   kube-controller-manager from `make envtest`) in $RUN_DIR, installs the
-#   Memcached CRD and a ServiceMonitor CRD, starts the operator against it,
-#   applies samples, waits until every CR is converged, prints the objects
-#   the operator created and each CR's conditions, then keeps running (the
-#   operator's log follows) until Ctrl-C, and tears everything down.
+#   starts the local control plane in its pods mode (etcd, kube-apiserver,
+#   kube-controller-manager with the Deployment and ReplicaSet controllers,
+#   kube-scheduler, and kwok as the fake kubelet of three fake Nodes, all
+#   from `make envtest`) in $RUN_DIR, installs the Memcached CRD and a
+#   ServiceMonitor CRD, starts the operator against it, applies samples,
+#   waits until every CR is converged and Ready (its Pods scheduled, given
+#   an IP and Ready; no container really runs), prints the objects the
+#   operator created, the Pods with their addresses and each CR's status,
+#   then keeps running (the operator's log follows) until Ctrl-C, and tears
+#   everything down.
 # With KUBECONFIG set (or ~/.kube/config present):
 #   installs the Memcached CRD there with `kubectl apply` and runs the
 #   operator in the foreground against that cluster; applies nothing else.
@@ -20,7 +24,7 @@
 #   METRICS_ADDRESS    operator --metrics-bind-address (default 127.0.0.1:0, a free port)
 #   HEALTH_ADDRESS     operator --health-probe-bind-address (default 127.0.0.1:0)
 #   OPERATOR_ARGS      more flags for `memcached-operator run`
-#   CONVERGE_TIMEOUT   seconds to wait for the samples to converge (default 120)
+#   CONVERGE_TIMEOUT   seconds to wait for the samples to converge and be Ready (default 120)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -130,8 +134,8 @@ trap 'exit 143' TERM
 trap 'exit 129' HUP
 trap 'exit 141' PIPE
 
-log "starting the control plane in $RUN_DIR (log: $RUN_DIR/control-plane.log)"
-"$CONTROL_PLANE" up --dir "$RUN_DIR" >"$RUN_DIR/control-plane.log" 2>&1 &
+log "starting the control plane with kube-scheduler and kwok in $RUN_DIR (log: $RUN_DIR/control-plane.log)"
+"$CONTROL_PLANE" up --pods --dir "$RUN_DIR" >"$RUN_DIR/control-plane.log" 2>&1 &
 CP_PID=$!
 echo "$CP_PID" >>"$PIDS_FILE"
 echo "control plane pid $CP_PID"
@@ -197,7 +201,7 @@ for sample in $SAMPLES; do
     kubectl create namespace "$namespace" >/dev/null
   fi
   if [ "$sample" = everything ]; then
-    # The Secrets it references (placeholders: no pod ever runs here).
+    # The Secrets it references (placeholders: kwok runs no container).
     log "creating the Secrets everything.yaml references, in namespace $namespace"
     kubectl -n "$namespace" create secret generic memcached-sasl \
       --from-literal=password-file='memcached:local-password' --dry-run=client -o yaml | kubectl apply -f - >/dev/null
@@ -209,26 +213,66 @@ for sample in $SAMPLES; do
   kubectl apply -f "$file"
 done
 
-# Converged: every CR's status.observedGeneration equals its generation.
-log "waiting until every Memcached is converged (status.observedGeneration == metadata.generation)"
+# The CRs not yet converged and Ready: Ready needs status.observedGeneration
+# == metadata.generation, the Ready condition True, and readyReplicas equal to
+# the Deployment's replicas, which an HPA must first have raised to its
+# minReplicas (until then an autoscaled CR is "1/1 Ready").
+pending_memcacheds() {
+  local listing namespace name generation status observed conditions ready_replicas replicas min
+  # A filter ([?(@.type=="Ready")]) fails on a status without conditions; a range does not.
+  if ! listing="$(kubectl get memcacheds -A -o jsonpath='{range .items[*]}{.metadata.namespace} {.metadata.name} {.metadata.generation} {.status.observedGeneration}/{range .status.conditions[*]}{.type}={.status},{end}/{.status.readyReplicas}{"\n"}{end}' 2>&1)"; then
+    printf '(kubectl get memcacheds failed: %s)\n' "$listing"
+    return 0
+  fi
+  while read -r namespace name generation status; do
+    [ -n "$name" ] || continue
+    IFS=/ read -r observed conditions ready_replicas <<<"$status"
+    replicas="$(kubectl -n "$namespace" get deployment "$name" -o jsonpath='{.spec.replicas}' 2>/dev/null || true)"
+    min="$(kubectl -n "$namespace" get horizontalpodautoscaler "$name" -o jsonpath='{.spec.minReplicas}' 2>/dev/null || true)"
+    if [ "$observed" != "$generation" ] || [[ ",$conditions" != *",Ready=True,"* ]] || [ "$ready_replicas" != "$replicas" ] ||
+      { [ -n "$min" ] && [ "${replicas:-0}" -lt "$min" ]; }; then
+      printf '%s/%s\n' "$namespace" "$name"
+    fi
+  done <<<"$listing"
+}
+
+log "waiting until every Memcached is converged and Ready (its Pods scheduled and Ready)"
 converged=""
 for _ in $(seq 1 $((CONVERGE_TIMEOUT * 2))); do
   kill -0 "$OPERATOR_PID" 2>/dev/null || { tail -n 30 "$OPERATOR_LOG" >&2; die "the operator exited"; }
-  pending="$(kubectl get memcacheds -A \
-    -o jsonpath='{range .items[*]}{.metadata.namespace}/{.metadata.name} {.metadata.generation} {.status.observedGeneration}{"\n"}{end}' |
-    awk '$2 != $3 { print $1 }')"
+  pending="$(pending_memcacheds)"
   if [ -z "$pending" ]; then converged=1; break; fi
   sleep 0.5
 done
-[ -n "$converged" ] || { tail -n 30 "$OPERATOR_LOG" >&2; die "not converged in ${CONVERGE_TIMEOUT}s: $pending"; }
+if [ -z "$converged" ]; then
+  tail -n 30 "$OPERATOR_LOG" >&2
+  kubectl get memcacheds,deployments,pods -A -o wide >&2 || true
+  die "not converged and Ready in ${CONVERGE_TIMEOUT}s: $pending"
+fi
 
 echo
 echo "== Objects the operator created"
 kubectl get "$OWNED_KINDS" -A -o wide
 echo
+echo "== Pods (scheduled by kube-scheduler onto kwok's fake Nodes, which give them an IP and make them Ready)"
+kubectl get pods -A -o wide
+echo
 echo "== Memcached status"
 kubectl get memcacheds -A
-kubectl get memcacheds -A -o jsonpath='{range .items[*]}{"\n"}{.metadata.namespace}/{.metadata.name} (generation {.metadata.generation}, observedGeneration {.status.observedGeneration}):{"\n"}{range .status.conditions[*]}  {.type}={.status} {.reason}: {.message}{"\n"}{end}{end}'
+kubectl get memcacheds -A -o jsonpath='{range .items[*]}{"\n"}{.metadata.namespace}/{.metadata.name} (generation {.metadata.generation}, observedGeneration {.status.observedGeneration}):{"\n"}  readyReplicas={.status.readyReplicas} serverList={.status.serverList}{"\n"}{range .status.conditions[*]}  {.type}={.status} {.reason}: {.message}{"\n"}{end}{end}'
+echo
+echo "== Pod addresses behind each Memcached's Service (its EndpointSlices)"
+kubectl get memcacheds -A -o jsonpath='{range .items[*]}{.metadata.namespace} {.metadata.name}{"\n"}{end}' |
+  while read -r namespace name; do
+    # address=ready pairs (a filter would fail on a slice without endpoints).
+    endpoints="$(kubectl -n "$namespace" get endpointslices -l "kubernetes.io/service-name=$name" \
+      -o jsonpath='{range .items[*].endpoints[*]}{.addresses[0]}={.conditions.ready} {end}' || true)"
+    addresses=""
+    for endpoint in $endpoints; do
+      if [ "${endpoint#*=}" = true ]; then addresses="$addresses ${endpoint%%=*}"; fi
+    done
+    printf '%s/%s:%s\n' "$namespace" "$name" "$addresses"
+  done
 echo
 echo "== Events"
 kubectl get events -A --field-selector involvedObject.kind=Memcached --sort-by=.lastTimestamp | tail -n 20

@@ -356,7 +356,7 @@ impl ControlPlane {
 
         if options.controller_manager {
             let controllers = options.effective_controllers().join(",");
-            let args: Vec<String> = [
+            let mut args: Vec<String> = [
                 "--kubeconfig",
                 &plane.kubeconfig(User::Admin).to_string_lossy(),
                 "--leader-elect=false",
@@ -369,6 +369,12 @@ impl ControlPlane {
             ]
             .map(String::from)
             .to_vec();
+            if options.pods {
+                // The HPA controller handles a new HPA only after one sync
+                // period (15 s by default): an autoscaled Deployment would
+                // sit below its minReplicas that long.
+                args.push("--horizontal-pod-autoscaler-sync-period=2s".into());
+            }
             let binary = assets.join("kube-controller-manager");
             let kcm =
                 Proc::spawn("kube-controller-manager", &binary, &args, dir.join("logs/kube-controller-manager.log"))?;

@@ -1,7 +1,8 @@
 //! `make run`'s script (scripts/run-local.sh) against real clusters:
-//! - with no cluster in the environment it starts its own control plane,
-//!   the operator and two samples, prints what the operator created and the
-//!   CRs' conditions (RUN_ONCE=1 makes it exit there), and leaves no process
+//! - with no cluster in the environment it starts its own control plane
+//!   (pods mode: the Pods start on kwok's fake Nodes), the operator and two
+//!   samples, prints what the operator created, the Pods' addresses and the
+//!   CRs' status (RUN_ONCE=1 makes it exit there), and leaves no process
 //!   behind;
 //! - with KUBECONFIG set it installs the CRD in that cluster and runs the
 //!   operator against it until SIGTERM.
@@ -158,9 +159,18 @@ fn without_a_cluster_it_starts_one_and_prints_what_the_operator_created() {
                 "{cr}: no {condition} condition\n{context}"
             );
         }
-        // No kubelet here: nothing is ever ready.
-        assert!(block.iter().any(|l| l.contains("Ready=False")), "{cr}\n{context}");
+        // kube-scheduler places the Pods on kwok's fake Nodes, which make them Ready.
+        assert!(block.iter().any(|l| l.trim_start().starts_with("Ready=True")), "{cr}\n{context}");
     }
+    // The Pods' addresses behind each Service: my-cache has one replica,
+    // full-cache the three its HPA's minReplicas asks for.
+    for (cr, pods) in [("default/my-cache", 1), ("production/full-cache", 3)] {
+        let line = stdout.lines().find(|l| l.starts_with(&format!("{cr}: "))).unwrap_or_default();
+        let addresses: Vec<&str> = line.split_whitespace().skip(1).collect();
+        assert_eq!(addresses.len(), pods, "{cr}: pod addresses {addresses:?}\n{context}");
+        assert!(addresses.iter().all(|a| a.starts_with("10.244.")), "{cr}: {addresses:?}\n{context}");
+    }
+    assert!(stdout.contains("readyReplicas=3 serverList=[\"full-cache.production:11211\"]"), "{context}");
     assert!(!stdout.contains("SecretNotFound"), "{context}");
     assert!(stdout.contains("Created NetworkPolicy full-cache"), "no Created event\n{context}");
 
