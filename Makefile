@@ -167,8 +167,9 @@ bench: $(WASM)
 	$(CARGO) bench -p memcached-operator --bench desired_state
 
 ## run: the operator against a cluster. With no KUBECONFIG (and no ~/.kube/config):
-## a local control plane (make envtest) in target/run, the CRDs, the operator,
-## two samples; prints what it created and the status, runs until Ctrl-C
+## a local control plane (make envtest) in target/run where Pods start (kube-scheduler,
+## kwok as the fake kubelet), the CRDs, the operator, two samples; waits until they are
+## Ready, prints what it created, the Pods' addresses and the status, runs until Ctrl-C
 ## (RUN_ONCE=1 exits after printing). With KUBECONFIG: installs the CRD there
 ## and runs the operator against it. See scripts/run-local.sh for the knobs.
 run: $(OPERATOR) $(CONTROL_PLANE)
@@ -199,7 +200,8 @@ bench-swap: $(HOST) $(TEST_MODULE) target/greeting-v2.wasm target/greeting-v1-re
 go-operator:
 	@bash scripts/go-operator.sh
 
-## envtest: build (or find) etcd, kube-apiserver, kube-controller-manager and kubectl; prints the folder
+## envtest: build (or find) etcd, kube-apiserver, kube-controller-manager, kubectl, kube-scheduler and kwok;
+## prints the folder
 envtest:
 	@bash scripts/envtest.sh
 
