@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Print the path of a CNCF distribution `registry` binary (the OCI registry the
+# module-distribution tests run on loopback).
+#
+#   registry="$(scripts/registry.sh | tail -n1)"
+#
+# stdout carries only the path; progress goes to stderr.
+#  - REGISTRY_BINARY set: check it runs and print it; build nothing.
+#  - otherwise build github.com/distribution/distribution/v3/cmd/registry with
+#    the machine's `go`, at the version pinned in tests/registry/go.mod, into a
+#    cache folder outside the repo keyed by that version. A second run finds it.
+#
+# Knobs: REGISTRY_CACHE_DIR (default ${XDG_CACHE_HOME:-$HOME/.cache}/memcached-operator/registry),
+#        GO (default: go on PATH, else /usr/local/go/bin/go).
+set -euo pipefail
+
+log() { printf 'registry: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+if [ -n "${REGISTRY_BINARY:-}" ]; then
+  [ -x "$REGISTRY_BINARY" ] || die "REGISTRY_BINARY=$REGISTRY_BINARY is not an executable file"
+  log "using REGISTRY_BINARY=$REGISTRY_BINARY"
+  printf '%s\n' "$REGISTRY_BINARY"
+  exit 0
+fi
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+MOD="$ROOT/tests/registry"
+MODULE=github.com/distribution/distribution/v3
+VERSION="$(awk -v m="$MODULE" '($1 == m && $2 ~ /^v/) || ($1 == "require" && $2 == m) { print ($1 == "require") ? $3 : $2; exit }' "$MOD/go.mod")"
+[ -n "$VERSION" ] || die "no $MODULE version in $MOD/go.mod"
+
+CACHE_ROOT="${REGISTRY_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/memcached-operator/registry}"
+OUT="$CACHE_ROOT/${VERSION#v}"
+BINARY="$OUT/registry"
+if [ -x "$BINARY" ]; then
+  log "cached: $BINARY"
+  printf '%s\n' "$BINARY"
+  exit 0
+fi
+
+GO="${GO:-}"
+if [ -z "$GO" ]; then
+  if command -v go >/dev/null 2>&1; then GO=go
+  elif [ -x /usr/local/go/bin/go ]; then GO=/usr/local/go/bin/go
+  else die "no go toolchain found (set GO=/path/to/go)"
+  fi
+fi
+
+mkdir -p "$CACHE_ROOT"
+# Serialise concurrent runs (parallel test binaries) on one lock per version.
+if command -v flock >/dev/null 2>&1; then
+  exec 9>"$OUT.lock"
+  if ! flock -n 9; then
+    log "another build holds $OUT.lock; waiting"
+    flock 9
+  fi
+  if [ -x "$BINARY" ]; then
+    log "cached (built by another run): $BINARY"
+    printf '%s\n' "$BINARY"
+    exit 0
+  fi
+fi
+
+STAGE="$(mktemp -d "$CACHE_ROOT/.build.XXXXXX")"
+trap 'rm -rf "$STAGE"' EXIT
+log "building $MODULE $VERSION (a few minutes on 2 cores when the Go caches are cold)"
+start=$SECONDS
+(cd "$MOD" && CGO_ENABLED=0 "$GO" build -p 2 -mod=readonly -trimpath -ldflags="-s -w" \
+  -o "$STAGE/registry" "$MODULE/cmd/registry")
+mkdir -p "$OUT"
+mv -f "$STAGE/registry" "$BINARY"
+log "built in $((SECONDS - start))s: $BINARY"
+printf '%s\n' "$BINARY"
