@@ -16,7 +16,8 @@ HOST_SOURCES := $(shell find host/src -type f) host/Cargo.toml
 TEST_MODULE := target/greeting.wasm
 TEST_MODULE_SOURCES := $(shell find tests/modules/greeting/src wit/controller -type f) tests/modules/greeting/Cargo.toml tests/modules/greeting/crd.yaml
 TEST_MODULE_VARIANTS := target/greeting-contract-v2.wasm target/greeting-missing-functions.wasm target/greeting-wrong-world.wasm \
-	target/greeting-v2.wasm target/greeting-v1-rebuilt.wasm target/greeting-fail-on-later.wasm target/greeting-trap-always.wasm
+	target/greeting-v2.wasm target/greeting-v1-rebuilt.wasm target/greeting-fail-on-later.wasm target/greeting-trap-always.wasm \
+	target/greeting-loop-always.wasm target/greeting-allocate-always.wasm
 # A logic module written in Python (componentize-py): an Echo CRD.
 PY_MODULE := target/echo-py.wasm
 PY_MODULE_SOURCES := $(wildcard tests/modules/echo-py/*.py) tests/modules/echo-py/crd.yaml tests/modules/echo-py/requirements.txt
@@ -26,7 +27,7 @@ TEST_MODULES := $(TEST_MODULE) $(TEST_MODULE_VARIANTS) $(PY_MODULE)
 .PHONY: playground playground-serve test-embeddings test-browser test-python-module lint
 .PHONY: test-controllers bench-controllers metacontroller
 .PHONY: helm
-.PHONY: go-operator
+.PHONY: go-operator oci-registry
 
 all: build
 
@@ -70,7 +71,7 @@ lint:
 
 ## test: every test, from a fresh clone (installs what is missing first).
 ## Every suite runs even when an earlier one fails; the exit status says if any did.
-test: build $(TEST_MODULES) $(CONTROL_PLANE) helm go-operator
+test: build $(TEST_MODULES) $(CONTROL_PLANE) helm go-operator oci-registry
 	@status=0; \
 	$(MAKE) --no-print-directory lint || status=1; \
 	$(CARGO) test --release --workspace --no-fail-fast || status=1; \
@@ -199,6 +200,11 @@ bench-swap: $(HOST) $(TEST_MODULE) target/greeting-v2.wasm target/greeting-v1-re
 ## the repo; prints its path (GO_OPERATOR_BINARY=path skips the build). bench-e2e and tests/migration.rs run it.
 go-operator:
 	@bash scripts/go-operator.sh
+
+## oci-registry: build (or find) CNCF distribution's registry (tests/registry/go.mod), cached outside the
+## repo; prints its path (REGISTRY_BINARY=path skips the build). The LogicModule tests run it on loopback.
+oci-registry:
+	@bash scripts/registry.sh
 
 ## envtest: build (or find) etcd, kube-apiserver, kube-controller-manager, kubectl, kube-scheduler and kwok;
 ## prints the folder

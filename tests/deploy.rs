@@ -480,6 +480,7 @@ async fn rbac_grants_exactly_what_the_operator_uses() {
         concurrency: 2,
         resync_period: Duration::from_secs(3600),
         swap_policy: Default::default(),
+        logic_modules: None,
     };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let module = ModuleSlot::new(operator_support::memcached_module());

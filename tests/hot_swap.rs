@@ -6,19 +6,27 @@
 //! are builds of the real Greeting module by cargo feature (`make test`
 //! builds them): v1 (the default), v2 (stamps `revision: "2"`),
 //! `fail-on-later` (v2, but traps on messages starting with "later"),
-//! `trap-always`, and the contract-breaking `wrong-world`.
+//! `trap-always`, `loop-always`, `allocate-always`, and the
+//! contract-breaking `wrong-world`. The same pipeline runs for a LogicModule
+//! resource naming a module in a real OCI registry.
 
+#[path = "oci_registry.rs"]
+mod oci_registry;
 #[path = "operator_support.rs"]
 mod operator_support;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
-use kube::api::{Api, DynamicObject, ListParams, PostParams};
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use oci_registry::OciRegistry;
 use operator_support::*;
 use serde_json::{Value, json};
+use wasm_operator::modules::oci::{Registry, RegistryOptions};
 use wasm_operator::modules::{ModuleSlot, digest};
 use wasm_operator::operator::hot_swap::SwapPolicy;
+use wasm_operator::operator::logic_modules::LogicModuleOptions;
 
 const PARENTS: usize = 100;
 
@@ -267,4 +275,276 @@ async fn an_operator_restarted_mid_swap_comes_up_on_the_declared_module() {
     assert_eq!(active.swaps("succeeded") + active.swaps("refused"), 0, "nothing left to swap");
     second.stop().await.expect("a clean stop");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+const LOGIC_MODULE_CRD: &str = include_str!("../deploy/logic-modules/logicmodules.wasm-operator.c5c3.io.yaml");
+
+fn logic_module_status(resource: &DynamicObject) -> Value {
+    resource.data.get("status").cloned().unwrap_or(Value::Null)
+}
+
+/// The LogicModule `greeting` once its status describes its current spec
+/// and satisfies `check`.
+async fn wait_logic_module(api: &Api<DynamicObject>, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+    let last = std::sync::Mutex::new(Value::Null);
+    let waited = tokio::time::timeout(Duration::from_secs(90), async {
+        loop {
+            if let Ok(resource) = api.get("greeting").await {
+                let status = logic_module_status(&resource);
+                let current = status["observedGeneration"].as_i64() == resource.metadata.generation;
+                if current && check(&status) {
+                    return status;
+                }
+                *last.lock().expect("unpoisoned") = status;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    waited
+        .unwrap_or_else(|_| panic!("timed out waiting for {what}; the status: {:#}", last.lock().expect("unpoisoned")))
+}
+
+fn has(status: &Value, type_: &str, state: &str, reason: &str) -> bool {
+    let condition = condition(status, type_);
+    condition["status"] == state && condition["reason"] == reason
+}
+
+async fn set_image(api: &Api<DynamicObject>, spec: Value) -> Result<DynamicObject, kube::Error> {
+    api.patch("greeting", &PatchParams::default(), &Patch::Merge(json!({ "spec": spec }))).await
+}
+
+/// Warning or Normal events on the LogicModule (cluster-scoped objects'
+/// events live in `default`), by reason.
+async fn logic_module_events(ns: &TestNamespace<'_>, reason: &str) -> Vec<String> {
+    let events: Api<DynamicObject> =
+        Api::namespaced_with(ns.client.clone(), "default", &gvk("events.k8s.io", "v1", "Event", "events"));
+    let list = events.list(&ListParams::default()).await.expect("listing events");
+    list.items
+        .iter()
+        .filter(|e| e.data["regarding"]["kind"] == "LogicModule" && e.data["reason"] == json!(reason))
+        .filter_map(|e| e.data["note"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_logic_module_from_a_registry_is_verified_swapped_rolled_back_and_kept_across_a_restart() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+    let v1 = built("greeting.wasm");
+    let v2 = built("greeting-v2.wasm");
+    let registry = OciRegistry::start("logic-module");
+    let oci = Registry::new(RegistryOptions { insecure: vec![registry.address.clone()], ..RegistryOptions::default() });
+    let repository = format!("{}/modules/greeting", registry.address);
+
+    // `wasm-operator push` publishes a module and prints it pinned by digest;
+    // it will not publish what is not a logic module.
+    let host = control_plane::repo_root().join("target/release/wasm-operator");
+    let push = |file: &str, tag: &str| {
+        std::process::Command::new(&host)
+            .arg("push")
+            .arg(control_plane::repo_root().join("target").join(file))
+            .arg(format!("{repository}:{tag}"))
+            .args(["--insecure-registry", &registry.address])
+            .output()
+            .expect("running wasm-operator push")
+    };
+    let pushed = push("greeting.wasm", "v1");
+    assert!(pushed.status.success(), "push: {}", String::from_utf8_lossy(&pushed.stderr));
+    let v1_pinned = String::from_utf8(pushed.stdout).expect("utf-8").trim().to_owned();
+    assert!(v1_pinned.starts_with(&format!("{repository}@sha256:")), "{v1_pinned}");
+    let refused = push("memcached.wasm.missing", "nothing");
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("memcached.wasm.missing"), "names the file");
+
+    let publish = |bytes: Vec<u8>, tag: &'static str| {
+        let oci = &oci;
+        let reference = format!("{repository}:{tag}");
+        async move { oci.push(bytes, &reference).await.expect("pushing") }
+    };
+    let v2_pinned = publish(v2.clone(), "v2").await;
+    let fail_on_later = built("greeting-fail-on-later.wasm");
+    let fail_on_later_pinned = publish(fail_on_later.clone(), "fail-on-later").await;
+    // Bytes changed behind the registry's back: a version whose stored
+    // layer is then overwritten with other bytes of the same length.
+    let rebuilt = built("greeting-v1-rebuilt.wasm");
+    let tampered_pinned = publish(rebuilt.clone(), "tampered").await;
+    let mut other = rebuilt.clone();
+    let last = other.len() - 1;
+    other[last] ^= 0xff;
+    std::fs::write(registry.blob_file(&digest(&rebuilt)), &other).expect("tampering with the stored layer");
+
+    let ns = TestNamespace::new("logic-module").await;
+    let plane = ns.plane;
+    plane.apply_yaml(LOGIC_MODULE_CRD).await.expect("installing the LogicModule CRD");
+    let module_file = temp_dir("logic-module").join("greeting.wasm");
+    std::fs::write(&module_file, &v1).expect("installing v1");
+    let load = || {
+        wasm_operator::modules::LogicModule::from_file(memcached_tests::engine(), &module_file, false).expect("loads")
+    };
+    plane.apply_yaml(&load().manifest().crd).await.expect("installing the Greeting CRD");
+    let greetings = ns.api(&gvk("example.c5c3.io", "v1", "Greeting", "greetings"));
+    create_greetings(&greetings, PARENTS).await;
+    let logic_modules: Api<DynamicObject> =
+        Api::all_with(ns.client.clone(), &gvk("wasm-operator.c5c3.io", "v1alpha1", "LogicModule", "logicmodules"));
+    let resource: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "wasm-operator.c5c3.io/v1alpha1", "kind": "LogicModule",
+        "metadata": {"name": "greeting"},
+        "spec": {"image": v1_pinned},
+    }))
+    .expect("a LogicModule");
+    logic_modules.create(&PostParams::default(), &resource).await.expect("creating the LogicModule");
+
+    let options = || {
+        let mut options = quick_swaps(&ns.namespace);
+        options.logic_modules = Some(LogicModuleOptions {
+            registry: Arc::new(Registry::new(RegistryOptions {
+                insecure: vec![registry.address.clone()],
+                ..RegistryOptions::default()
+            })),
+            poll_interval: Duration::from_millis(500),
+        });
+        options
+    };
+    let client = || plane.client(control_plane::User::Operator);
+    // The module starts from its file (not watched here): the LogicModule
+    // names the same bytes, so it is active as it is.
+    let running = Running::start_slots(client().await.expect("a client"), vec![ModuleSlot::new(load())], options());
+    let operator = Operator { running: &running };
+    wait_all(&ns, "every ConfigMap from v1", |i, d| d["message"] == format!("hi {i}") && d["revision"].is_null()).await;
+    let status = wait_logic_module(&logic_modules, "v1 active, every parent counted", |s| {
+        has(s, "Fetched", "True", "Pulled")
+            && has(s, "Verified", "True", "Verified")
+            && has(s, "Active", "True", "Serving")
+            && s["reconciledParents"] == PARENTS
+    })
+    .await;
+    assert_eq!(status["activeDigest"], digest(&v1));
+    assert_eq!(status["reference"], v1_pinned);
+
+    // A tag without a digest is refused at admission unless allowed.
+    let tag_only = set_image(&logic_modules, json!({"image": format!("{repository}:v2")})).await;
+    assert!(tag_only.is_err_and(|e| e.to_string().contains("pinned by digest")), "a bare tag is refused");
+
+    // Refused, each for its reason; v1 keeps serving and nothing changes.
+    let refusals = [
+        (
+            "a digest the registry lacks",
+            format!("{repository}@sha256:{}", "0".repeat(64)),
+            ("Fetched", "PullFailed", "@sha256:0000000000"),
+        ),
+        ("bytes changed behind the registry's back", tampered_pinned, ("Fetched", "DigestMismatch", "hash to")),
+        (
+            "corrupt bytes",
+            publish(v2[..v2.len() / 2].to_vec(), "corrupt").await,
+            ("Verified", "LoadFailed", "compiling"),
+        ),
+        (
+            "a module for another contract",
+            publish(built("greeting-wrong-world.wasm"), "wrong-world").await,
+            ("Verified", "LoadFailed", "is not a logic module"),
+        ),
+        (
+            "a module that traps on every parent",
+            publish(built("greeting-trap-always.wasm"), "trap").await,
+            ("Verified", "DryRunFailed", "trapped"),
+        ),
+        (
+            "a module that loops",
+            publish(built("greeting-loop-always.wasm"), "loop").await,
+            ("Verified", "DryRunFailed", "deadline"),
+        ),
+        (
+            "a module that allocates without bound",
+            publish(built("greeting-allocate-always.wasm"), "allocate").await,
+            ("Verified", "DryRunFailed", "out of memory"),
+        ),
+    ];
+    for (what, reference, (type_, reason, says)) in refusals {
+        set_image(&logic_modules, json!({"image": reference})).await.expect("setting the image");
+        let status = wait_logic_module(&logic_modules, what, |s| has(s, type_, "False", reason)).await;
+        let message = condition(&status, type_)["message"].as_str().unwrap_or_default().to_owned();
+        assert!(message.contains(says), "{what}: {message}");
+        assert!(has(&status, "Active", "False", if type_ == "Fetched" { "NotFetched" } else { "Refused" }), "{what}");
+        assert_eq!(status["activeDigest"], digest(&v1), "{what}: v1 keeps serving");
+        assert_eq!(operator.active_digest(), [digest(&v1)], "after {what}");
+    }
+    assert_eq!(operator.swaps("refused"), 5, "every refused verification counted");
+    assert!(!logic_module_events(&ns, "DryRunFailed").await.is_empty(), "a Warning event says why");
+    let before = configmaps(&ns).await;
+    assert_eq!(before.len(), PARENTS, "nothing deleted");
+    assert!(before.iter().all(|c| c.data["data"]["revision"].is_null()), "nothing changed");
+
+    // v2 by a tag the resource allows, while a writer edits parents.
+    let errors_before = running.reconciles("error");
+    let writer = {
+        let greetings = greetings.clone();
+        tokio::spawn(async move {
+            for i in 0..20 {
+                set_message(&greetings, &format!("g-{i:03}"), &format!("edited {i}")).await;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+    };
+    set_image(&logic_modules, json!({"image": format!("{repository}:v2"), "allowTag": true})).await.expect("v2");
+    let status = wait_logic_module(&logic_modules, "v2 active", |s| has(s, "Active", "True", "Serving")).await;
+    assert_eq!(status["reference"], v2_pinned, "the tag resolved to the pushed digest");
+    assert_eq!(status["activeDigest"], digest(&v2));
+    writer.await.expect("the writer finished");
+    wait_all(&ns, "every ConfigMap from v2", |i, d| {
+        let message = if i < 20 { format!("edited {i}") } else { format!("hi {i}") };
+        d["message"] == message && d["revision"] == "2"
+    })
+    .await;
+    assert_eq!(running.reconciles("error"), errors_before, "no reconcile failed during the swap");
+    assert!(!logic_module_events(&ns, "Swapped").await.is_empty());
+
+    // Identical behaviour for every parent: swapped in, and no ConfigMap written.
+    let mark = plane.audit_mark().expect("the audit log");
+    let reconciled = running.reconciles("success");
+    set_image(&logic_modules, json!({"image": fail_on_later_pinned, "allowTag": false})).await.expect("fail-on-later");
+    wait_logic_module(&logic_modules, "fail-on-later active", |s| has(s, "Active", "True", "Serving")).await;
+    eventually("the rollout to reconcile every parent", || async {
+        (running.reconciles("success") >= reconciled + PARENTS as u64).then_some(())
+    })
+    .await;
+    let writes: Vec<_> =
+        ns.operator_writes(mark).await.into_iter().filter(|w| w.resource.as_deref() == Some("configmaps")).collect();
+    assert!(writes.is_empty(), "a swap to identical behaviour wrote: {writes:?}");
+
+    // It fails on some parents: rolled back to v2 by the host, and said so.
+    set_message(&greetings, "g-050", "later, maybe").await;
+    set_message(&greetings, "g-051", "later, perhaps").await;
+    let status = wait_logic_module(&logic_modules, "rolled back", |s| {
+        has(s, "RolledBack", "True", "RolledBack") && has(s, "Active", "False", "RolledBack")
+    })
+    .await;
+    assert_eq!(status["activeDigest"], digest(&v2));
+    assert_eq!(status["activeReference"], v2_pinned, "where a restart finds the serving version: {status:#}");
+    assert!(condition(&status, "RolledBack")["message"].as_str().is_some_and(|m| m.contains("g-05")), "{status}");
+    assert_eq!(operator.active_digest(), [digest(&v2)]);
+    eventually("a RolledBack event", || async {
+        (!logic_module_events(&ns, "RolledBack").await.is_empty()).then_some(())
+    })
+    .await;
+    wait_all(&ns, "v2 serving every parent again", |_, d| d["revision"] == "2").await;
+    running.stop().await.expect("a clean stop");
+
+    // Restarted from the v1 file: it comes up on v2, the version that was
+    // serving, and does not offer the rolled-back one again.
+    let restarted = Running::start_slots(client().await.expect("a client"), vec![ModuleSlot::new(load())], options());
+    let operator = Operator { running: &restarted };
+    let wanted = vec![digest(&v2)];
+    eventually("v2 serving after the restart", || async { (operator.active_digest() == wanted).then_some(()) }).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(operator.swaps("succeeded"), 0, "the rolled-back version is not offered again");
+    let status =
+        wait_logic_module(&logic_modules, "still rolled back", |s| has(s, "RolledBack", "True", "RolledBack")).await;
+    assert_eq!(status["activeDigest"], digest(&v2));
+    assert_eq!(configmaps(&ns).await.len(), PARENTS, "nothing deleted");
+    restarted.stop().await.expect("a clean stop");
+    logic_modules.delete("greeting", &Default::default()).await.expect("deleting the LogicModule");
+    let _ = std::fs::remove_dir_all(module_file.parent().expect("its dir"));
 }

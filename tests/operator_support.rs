@@ -77,6 +77,7 @@ pub fn options(namespace: &str) -> Options {
         concurrency: 2,
         resync_period: Duration::from_secs(3600),
         swap_policy: Default::default(),
+        logic_modules: None,
     }
 }
 

@@ -11,10 +11,12 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use clap::{ArgAction, Args, Subcommand, ValueEnum};
 
+use crate::modules::oci::{Registry, RegistryOptions};
 use crate::modules::{LogicModule, ModuleEngine, ModuleSlot, ModuleSource};
 use crate::operator::api_requests::CountRequestsLayer;
 use crate::operator::hot_swap::SwapPolicy;
 use crate::operator::leader::LeaderElectionOptions;
+use crate::operator::logic_modules::LogicModuleOptions;
 use crate::operator::metrics::Metrics;
 use crate::operator::{self, Options};
 
@@ -48,6 +50,18 @@ pub enum HostCommand {
         #[arg(short = 'o', long = "output", value_name = "FILE")]
         output: PathBuf,
     },
+    /// Publish a logic module to an OCI registry (CNCF wasm layout) and print
+    /// its reference pinned by digest, for a LogicModule's spec.image.
+    Push {
+        /// The component (checked to be a logic module first).
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+        /// Where to push: host[:port]/repository[:tag].
+        #[arg(value_name = "REF")]
+        reference: String,
+        #[command(flatten)]
+        registry: RegistryArgs,
+    },
 }
 
 impl HostCommand {
@@ -57,6 +71,7 @@ impl HostCommand {
             HostCommand::Crd => crd_command(flavor, modules),
             HostCommand::Manifest => manifest_command(flavor, modules),
             HostCommand::Precompile { output } => precompile_command(flavor, modules, &output),
+            HostCommand::Push { file, reference, registry } => push_command(&file, &reference, &registry),
         }
     }
 }
@@ -119,6 +134,84 @@ pub struct RunArgs {
     /// Parents reconciled per second after a swap.
     #[arg(long, default_value_t = 50)]
     pub swap_rollout_per_second: u32,
+    /// Follow each module's LogicModule resource (deploy/logic-modules/): new
+    /// versions are pulled from the OCI registry it names, verified and swapped in.
+    #[arg(long, env = "WASM_OPERATOR_LOGIC_MODULES", default_value_t = false, action = ArgAction::Set)]
+    pub logic_modules: bool,
+    /// How often a failed pull is retried, and a tag a LogicModule allows resolved again.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub registry_poll_interval: Duration,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+}
+
+/// How OCI registries are reached.
+#[derive(Args, Clone, Debug, Default)]
+pub struct RegistryArgs {
+    /// A registry (host:port) spoken to over plain HTTP, not HTTPS; repeatable.
+    #[arg(
+        long = "insecure-registry",
+        env = "WASM_OPERATOR_INSECURE_REGISTRIES",
+        value_delimiter = ',',
+        value_name = "HOST:PORT"
+    )]
+    pub insecure_registries: Vec<String>,
+    /// Registry credentials as a Docker config.json (`auths`), e.g. a mounted
+    /// kubernetes.io/dockerconfigjson Secret; anonymous without it.
+    #[arg(long, env = "WASM_OPERATOR_REGISTRY_CREDENTIALS", value_name = "FILE")]
+    pub registry_credentials: Option<PathBuf>,
+}
+
+impl RegistryArgs {
+    pub fn registry(&self) -> Result<Registry> {
+        let credentials = match &self.registry_credentials {
+            Some(path) => docker_credentials(path)?,
+            None => Default::default(),
+        };
+        Ok(Registry::new(RegistryOptions { insecure: self.insecure_registries.clone(), credentials }))
+    }
+}
+
+/// User and password per registry host from a Docker config.json: each
+/// `auths` entry's `auth` (base64 of user:password) or `username`/`password`.
+fn docker_credentials(path: &std::path::Path) -> Result<std::collections::BTreeMap<String, (String, String)>> {
+    use base64::Engine;
+    #[derive(serde::Deserialize)]
+    struct Config {
+        #[serde(default)]
+        auths: std::collections::BTreeMap<String, Entry>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Entry {
+        auth: Option<String>,
+        username: Option<String>,
+        password: Option<String>,
+    }
+    let text = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let config: Config =
+        serde_json::from_slice(&text).with_context(|| format!("{} is not a Docker config.json", path.display()))?;
+    let mut credentials = std::collections::BTreeMap::new();
+    for (host, entry) in config.auths {
+        let pair = match (entry.auth, entry.username, entry.password) {
+            (Some(auth), _, _) => {
+                let decoded = base64::engine::general_purpose::STANDARD
+                    .decode(auth.trim())
+                    .ok()
+                    .and_then(|bytes| String::from_utf8(bytes).ok())
+                    .with_context(|| format!("{}: auths.{host}.auth is not base64 of user:password", path.display()))?;
+                let (user, password) = decoded.split_once(':').with_context(|| {
+                    format!("{}: auths.{host}.auth has no ':' between user and password", path.display())
+                })?;
+                (user.to_owned(), password.to_owned())
+            }
+            (None, Some(user), Some(password)) => (user, password),
+            _ => bail!("{}: auths.{host} has neither auth nor username and password", path.display()),
+        };
+        // Docker writes some hosts as URLs.
+        let host = host.trim_start_matches("https://").trim_start_matches("http://").trim_end_matches('/');
+        credentials.insert(host.to_owned(), pair);
+    }
+    Ok(credentials)
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -242,6 +335,19 @@ pub fn precompile_command(flavor: &Flavor, args: &ModuleArgs, output: &std::path
     Ok(ExitCode::SUCCESS)
 }
 
+/// `push`: the module at `reference`, its pinned reference printed.
+pub fn push_command(file: &std::path::Path, reference: &str, registry: &RegistryArgs) -> Result<ExitCode> {
+    let engine = engine()?;
+    let module = LogicModule::from_file(&engine, file, false)?;
+    let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+    let registry = registry.registry()?;
+    let runtime =
+        tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting the async runtime")?;
+    let pinned = runtime.block_on(registry.push(bytes, reference))?;
+    eprintln!("pushed {} {} ({})", module.name(), module.manifest().version, module.digest());
+    print_out(&format!("{pinned}\n"))
+}
+
 /// `run`: every module, one controller each, until SIGTERM or Ctrl-C.
 pub fn run_command(flavor: &Flavor, module_args: &ModuleArgs, args: RunArgs) -> Result<ExitCode> {
     init_logging(args.log_format);
@@ -294,6 +400,14 @@ async fn run_operator(
             watch_window: args.swap_watch_window,
             rollout_per_second: args.swap_rollout_per_second,
             poll_interval: args.module_poll_interval,
+        },
+        logic_modules: if args.logic_modules {
+            Some(LogicModuleOptions {
+                registry: Arc::new(args.registry.registry()?),
+                poll_interval: args.registry_poll_interval,
+            })
+        } else {
+            None
         },
     };
     let slots = modules

@@ -30,6 +30,8 @@ pub enum ModuleSource {
     File(std::path::PathBuf),
     /// Bytes a binary carries (`memcached-operator`'s built-in module).
     BuiltIn(&'static str),
+    /// An OCI artifact, by its pinned reference.
+    Registry(String),
 }
 
 impl std::fmt::Display for ModuleSource {
@@ -37,6 +39,7 @@ impl std::fmt::Display for ModuleSource {
         match self {
             ModuleSource::File(path) => write!(f, "{}", path.display()),
             ModuleSource::BuiltIn(name) => write!(f, "the built-in {name} module"),
+            ModuleSource::Registry(reference) => f.write_str(reference),
         }
     }
 }

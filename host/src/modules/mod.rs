@@ -9,10 +9,12 @@
 //!   its calls.
 //! - `slot`: the module a controller runs now, swappable at run time.
 //! - `source`: a module file, watched for a new version.
+//! - `oci`: modules pulled from (and pushed to) OCI registries.
 
 mod contract;
 mod engine;
 mod logic_module;
+pub mod oci;
 mod slot;
 mod source;
 mod wasi;

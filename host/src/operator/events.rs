@@ -1,5 +1,6 @@
 //! Kubernetes events on the parent: `Created`, `Updated`, `Deleted` per
-//! object, and Warnings for an invalid spec or a failed reconcile.
+//! object, and Warnings for an invalid spec or a failed reconcile; and on a
+//! LogicModule, what became of a new module version.
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
@@ -29,7 +30,15 @@ impl Events {
     }
 
     pub async fn warning(&self, regarding: &ObjectReference, reason: &str, note: String) {
-        self.publish(regarding, EventType::Warning, reason, "Reconcile", note, None).await;
+        self.warning_for(regarding, reason, "Reconcile", note).await;
+    }
+
+    pub async fn warning_for(&self, regarding: &ObjectReference, reason: &str, action: &str, note: String) {
+        self.publish(regarding, EventType::Warning, reason, action, note, None).await;
+    }
+
+    pub async fn normal(&self, regarding: &ObjectReference, reason: &str, action: &str, note: String) {
+        self.publish(regarding, EventType::Normal, reason, action, note, None).await;
     }
 
     /// An event that cannot be written is logged, not fatal: events are an

@@ -8,10 +8,13 @@
 //! failing on more parents than allowed returns the host to the previous
 //! version by itself, which then reconciles every parent again.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
 
 use kube::ResourceExt;
 use kube::api::DynamicObject;
@@ -19,7 +22,7 @@ use kube::runtime::reflector::ObjectRef;
 
 use super::references::ParentKey;
 use super::{Context, inputs};
-use crate::modules::{KindInfo, LogicModule, Manifest, ModuleSource, WatchedFile, digest};
+use crate::modules::{KindInfo, LogicModule, Manifest, ModuleEngine, ModuleSource, WatchedFile, digest};
 
 /// How far a new module version is trusted.
 #[derive(Clone, Debug)]
@@ -50,16 +53,51 @@ impl Default for SwapPolicy {
     }
 }
 
-/// Module versions kept loaded after they stop serving, so going back to
-/// one (by hand, or a rollback) costs no compile.
-const RECENT_VERSIONS: usize = 3;
+/// Module versions kept compiled (the serving one among them), so going
+/// back to one (by hand, or a rollback) costs no compile.
+const RECENT_VERSIONS: usize = 4;
 
-/// A module's swap state: the probation of its newest version, and the
-/// versions it recently ran.
-#[derive(Default)]
+/// A module's swap state: the probation of its newest version, the
+/// versions it recently ran or compiled, the last rollback, and which
+/// parents the serving version has reconciled. Shared with the module's
+/// sources, which compile ahead (also on a standby) and report on it.
 pub struct SwapState {
     probation: Mutex<Option<Probation>>,
     recent: Mutex<VecDeque<Arc<LogicModule>>>,
+    last_rollback: Mutex<Option<Rollback>>,
+    reconciled: Mutex<Reconciled>,
+    /// Bumped on every swap and rollback, so sources can report.
+    changes: watch::Sender<u64>,
+}
+
+impl Default for SwapState {
+    fn default() -> Self {
+        Self {
+            probation: Mutex::default(),
+            recent: Mutex::default(),
+            last_rollback: Mutex::default(),
+            reconciled: Mutex::default(),
+            changes: watch::Sender::new(0),
+        }
+    }
+}
+
+/// A rollback, as the module's sources report it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rollback {
+    /// The version that failed.
+    pub from: String,
+    /// The version serving again.
+    pub to: String,
+    pub reason: String,
+}
+
+/// The parents the serving version has reconciled without error (hashed:
+/// one word per parent, not its name).
+#[derive(Default)]
+struct Reconciled {
+    digest: String,
+    parents: HashSet<u64>,
 }
 
 /// The window after a swap in which failures roll it back.
@@ -76,10 +114,27 @@ struct Probation {
 pub enum Offered {
     /// The same bytes as the active version: nothing to do.
     Unchanged,
-    /// Refused, with the reason; the active version keeps serving.
-    Refused(String),
+    /// Refused; the active version keeps serving.
+    Refused(Refusal),
     /// Serving now; `dry_run` parents were checked first.
     Swapped { dry_run: usize },
+}
+
+/// Why a version was refused: a stable reason (conditions, events) and
+/// what exactly was wrong.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct Refusal {
+    /// `LoadFailed` (not a component, does not compile, breaks the
+    /// contract), `KindsChanged`, `DryRunFailed` or `VerificationStopped`.
+    pub reason: &'static str,
+    pub message: String,
+}
+
+impl Refusal {
+    fn new(reason: &'static str, message: impl Into<String>) -> Self {
+        Self { reason, message: message.into() }
+    }
 }
 
 /// Watches the module file of `ctx`'s module and offers every new version,
@@ -103,44 +158,49 @@ pub async fn watch_file(ctx: Arc<Context>, path: PathBuf, allow_precompiled: boo
 /// Verifies `bytes` as a new version of `ctx`'s module and, if it passes,
 /// swaps it in and rolls it out.
 pub async fn offer(ctx: &Arc<Context>, source: ModuleSource, bytes: Vec<u8>, allow_precompiled: bool) -> Offered {
-    let started = Instant::now();
     let active = ctx.module.current();
-    let offered_digest = digest(&bytes);
-    if offered_digest == active.digest() {
+    if digest(&bytes) == active.digest() {
         return Offered::Unchanged;
     }
-    tracing::info!(module = ctx.module_name, source = %source, digest = offered_digest, active = active.digest(), "a new module version: verifying");
+    let swap = ctx.swap.clone();
+    let engine = active.engine().clone();
+    let loaded = tokio::task::spawn_blocking(move || swap.load(&engine, source, &bytes, allow_precompiled))
+        .await
+        .unwrap_or_else(|panic| Err(Refusal::new("VerificationStopped", format!("loading stopped: {panic}"))));
+    match loaded {
+        Ok(candidate) => offer_loaded(ctx, candidate).await,
+        Err(refusal) => refused(ctx, refusal),
+    }
+}
+
+/// Verifies a loaded version against the active one (its kinds, a dry run
+/// over every cached parent) and, if it passes, swaps it in and rolls it
+/// out.
+pub async fn offer_loaded(ctx: &Arc<Context>, candidate: Arc<LogicModule>) -> Offered {
+    let started = Instant::now();
+    let active = ctx.module.current();
+    if candidate.digest() == active.digest() {
+        return Offered::Unchanged;
+    }
+    tracing::info!(module = ctx.module_name, source = %candidate.source(), digest = candidate.digest(), active = active.digest(), "a new module version: verifying");
     let verifying = ctx.clone();
+    let checking = candidate.clone();
     let verified = tokio::task::spawn_blocking(move || {
-        let candidate = verifying.swap.recent_by_digest(&offered_digest).map_or_else(
-            || {
-                LogicModule::from_bytes(active.engine(), source, &bytes, allow_precompiled)
-                    .map(Arc::new)
-                    .map_err(|error| error.to_string())
-            },
-            Ok,
-        )?;
-        same_kinds(active.manifest(), candidate.manifest())?;
+        same_kinds(active.manifest(), checking.manifest()).map_err(|message| Refusal::new("KindsChanged", message))?;
         let dry_run_started = Instant::now();
-        let checked = dry_run(&verifying, &active, &candidate)?;
-        Ok::<_, String>((candidate, checked, dry_run_started.elapsed()))
+        let checked =
+            dry_run(&verifying, &active, &checking).map_err(|message| Refusal::new("DryRunFailed", message))?;
+        Ok::<_, Refusal>((checked, dry_run_started.elapsed()))
     })
     .await
-    .unwrap_or_else(|panic| Err(format!("verification stopped: {panic}")));
-    let (candidate, checked, dry_run_took) = match verified {
+    .unwrap_or_else(|panic| Err(Refusal::new("VerificationStopped", format!("verification stopped: {panic}"))));
+    let (checked, dry_run_took) = match verified {
         Ok(verified) => verified,
-        Err(reason) => {
-            tracing::warn!(
-                module = ctx.module_name,
-                reason,
-                "module version refused; the active version keeps serving"
-            );
-            ctx.metrics.swap("refused", None);
-            return Offered::Refused(reason);
-        }
+        Err(refusal) => return refused(ctx, refusal),
     };
     let previous = ctx.module.swap(candidate.clone());
     ctx.swap.remember(previous.clone());
+    ctx.swap.remember(candidate.clone());
     ctx.metrics.unloaded(&previous.manifest().version, previous.digest());
     ctx.metrics.loaded(&candidate.manifest().version, candidate.digest());
     let took = started.elapsed();
@@ -160,13 +220,28 @@ pub async fn offer(ctx: &Arc<Context>, source: ModuleSource, bytes: Vec<u8>, all
         until: Instant::now() + ctx.swap_policy.watch_window,
         failed: BTreeMap::new(),
     });
+    ctx.swap.changed();
     roll_out(ctx.clone());
     Offered::Swapped { dry_run: checked }
+}
+
+pub(crate) fn refused(ctx: &Context, refusal: Refusal) -> Offered {
+    tracing::warn!(
+        module = ctx.module_name,
+        reason = refusal.reason,
+        message = refusal.message,
+        "module version refused; the active version keeps serving"
+    );
+    ctx.metrics.swap("refused", None);
+    Offered::Refused(refusal)
 }
 
 /// A reconcile's outcome on `module`: while that version is on probation,
 /// a failure counts against it, and too many roll it back.
 pub fn observe(ctx: &Arc<Context>, module: &LogicModule, parent: &ParentKey, failure: Option<String>) {
+    if failure.is_none() && ctx.module.current().digest() == module.digest() {
+        ctx.swap.reconciled_by(module, parent);
+    }
     let mut probation = ctx.swap.probation.lock().unwrap_or_else(PoisonError::into_inner);
     let Some(current) = probation.as_mut() else { return };
     if current.candidate.digest() != module.digest() {
@@ -209,6 +284,12 @@ fn roll_back(ctx: &Arc<Context>, failed: Probation) {
     ctx.metrics.unloaded(&failed.candidate.manifest().version, failed.candidate.digest());
     ctx.metrics.loaded(&failed.previous.manifest().version, failed.previous.digest());
     ctx.metrics.swap("rolled_back", None);
+    *ctx.swap.last_rollback.lock().unwrap_or_else(PoisonError::into_inner) = Some(Rollback {
+        from: failed.candidate.digest().to_owned(),
+        to: failed.previous.digest().to_owned(),
+        reason: reason.clone(),
+    });
+    ctx.swap.changed();
     tracing::error!(
         module = ctx.module_name,
         from = failed.candidate.digest(),
@@ -221,7 +302,60 @@ fn roll_back(ctx: &Arc<Context>, failed: Probation) {
 }
 
 impl SwapState {
-    fn remember(&self, module: Arc<LogicModule>) {
+    /// A version from `bytes`: one compiled before (kept by digest), or
+    /// compiled now and kept, so a standby that compiled it ahead, a
+    /// rollback, or going back by hand costs no compile.
+    pub fn load(
+        &self,
+        engine: &ModuleEngine,
+        source: ModuleSource,
+        bytes: &[u8],
+        allow_precompiled: bool,
+    ) -> Result<Arc<LogicModule>, Refusal> {
+        if let Some(module) = self.recent_by_digest(&digest(bytes)) {
+            return Ok(module);
+        }
+        let module = LogicModule::from_bytes(engine, source, bytes, allow_precompiled)
+            .map(Arc::new)
+            .map_err(|error| Refusal::new("LoadFailed", error.to_string()))?;
+        self.remember(module.clone());
+        Ok(module)
+    }
+
+    /// The last rollback, if any.
+    pub fn last_rollback(&self) -> Option<Rollback> {
+        self.last_rollback.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// How many parents the version `digest` has reconciled since it went
+    /// live (0 for a version not serving).
+    pub fn reconciled_parents(&self, digest: &str) -> usize {
+        let reconciled = self.reconciled.lock().unwrap_or_else(PoisonError::into_inner);
+        if reconciled.digest == digest { reconciled.parents.len() } else { 0 }
+    }
+
+    /// Tells the module's sources that a swap or a rollback happened.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    fn changed(&self) {
+        self.changes.send_modify(|n| *n += 1);
+    }
+
+    fn reconciled_by(&self, module: &LogicModule, parent: &ParentKey) {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        parent.hash(&mut hasher);
+        let mut reconciled = self.reconciled.lock().unwrap_or_else(PoisonError::into_inner);
+        if reconciled.digest != module.digest() {
+            // A reconcile by another version: count from zero for it.
+            reconciled.digest = module.digest().to_owned();
+            reconciled.parents.clear();
+        }
+        reconciled.parents.insert(hasher.finish());
+    }
+
+    pub(crate) fn remember(&self, module: Arc<LogicModule>) {
         let mut recent = self.recent.lock().unwrap_or_else(PoisonError::into_inner);
         recent.retain(|m| m.digest() != module.digest());
         recent.push_front(module);

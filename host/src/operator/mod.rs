@@ -18,6 +18,7 @@ pub mod http;
 mod inputs;
 pub mod kinds;
 pub mod leader;
+pub mod logic_modules;
 pub mod metrics;
 mod reconcile;
 pub mod references;
@@ -57,6 +58,9 @@ pub struct Options {
     pub resync_period: Duration,
     /// How new module versions are verified, rolled out and rolled back.
     pub swap_policy: hot_swap::SwapPolicy,
+    /// Follow each module's LogicModule resource (new versions from an OCI
+    /// registry); `None` leaves LogicModules alone.
+    pub logic_modules: Option<logic_modules::LogicModuleOptions>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -137,7 +141,7 @@ pub struct Context {
     pub parents: reflector::Store<DynamicObject>,
     /// Queues a parent for a reconcile (a rollout after a swap).
     requeue: mpsc::UnboundedSender<ObjectRef<DynamicObject>>,
-    swap: hot_swap::SwapState,
+    swap: Arc<hot_swap::SwapState>,
     swap_policy: hot_swap::SwapPolicy,
 }
 
@@ -265,6 +269,7 @@ fn receiver_stream<T: Send + 'static>(
 /// One module, set up: its kinds, its caches subscribed, its triggers.
 struct Prepared {
     slot: ModuleSlot,
+    swap: Arc<hot_swap::SwapState>,
     name: String,
     kinds: Kinds,
     owned: Vec<Arc<Cache>>,
@@ -315,7 +320,10 @@ fn prepare(slot: ModuleSlot, caches: &Caches) -> Result<Prepared, OperatorError>
         reads = ?kinds.reads.iter().map(Kind::name).collect::<Vec<_>>(),
         "module loaded"
     );
-    Ok(Prepared { slot, name, kinds, owned, reads, references, requeue: parents_tx, parents, everything })
+    // The version it starts on is kept compiled too: going back to it costs nothing.
+    let swap = Arc::new(hot_swap::SwapState::default());
+    swap.remember(module.clone());
+    Ok(Prepared { slot, swap, name, kinds, owned, reads, references, requeue: parents_tx, parents, everything })
 }
 
 /// Two modules reconciling one parent kind would fight over its children.
@@ -350,6 +358,17 @@ pub async fn run(
     if modules.is_empty() {
         return Err(OperatorError::NoModules);
     }
+    if let Some(logic_modules) = &options.logic_modules {
+        // Come up on the version each module's LogicModule says was serving.
+        for slot in &modules {
+            let module = slot.current();
+            if let Some(serving) =
+                logic_modules::serving_version(&client, &logic_modules.registry, module.engine(), module.name()).await
+            {
+                slot.swap(Arc::new(serving));
+            }
+        }
+    }
     let caches = Caches::new(client.clone(), options.namespace.clone());
     let prepared: Vec<Prepared> = modules.into_iter().map(|slot| prepare(slot, &caches)).collect::<Result<_, _>>()?;
     one_module_per_parent(&prepared)?;
@@ -358,6 +377,25 @@ pub async fn run(
         namespace = options.namespace.as_deref().unwrap_or("(all)"),
         "starting"
     );
+
+    // LogicModule followers fetch and compile new versions on every
+    // replica; once this one leads, they get the module's context and swap.
+    let mut leading = Vec::new();
+    let mut _followers = Vec::new();
+    for prepared in &prepared {
+        let (leading_tx, leading_rx) = watch::channel(None);
+        leading.push(leading_tx);
+        if let Some(logic_modules) = &options.logic_modules {
+            let follow = logic_modules::follow(
+                client.clone(),
+                prepared.slot.clone(),
+                prepared.swap.clone(),
+                logic_modules.clone(),
+                leading_rx,
+            );
+            _followers.push(AbortOnDrop(tokio::spawn(follow)));
+        }
+    }
 
     let readiness = http::Readiness::default();
     let _servers =
@@ -404,7 +442,7 @@ pub async fn run(
     metrics.leader.set(1);
 
     let instance = instance_name(&options);
-    let controllers = prepared.into_iter().map(|prepared| {
+    let controllers = prepared.into_iter().zip(leading).map(|(prepared, leading)| {
         let module = prepared.slot.current();
         let manifest = module.manifest();
         let module_metrics = metrics.for_module(&prepared.name);
@@ -426,9 +464,10 @@ pub async fn run(
             resync_period: options.resync_period,
             parents: parent_writer.as_reader(),
             requeue: prepared.requeue,
-            swap: hot_swap::SwapState::default(),
+            swap: prepared.swap,
             swap_policy: options.swap_policy.clone(),
         });
+        leading.send_replace(Some(ctx.clone()));
         // A watched module file: new versions are offered for a swap.
         let watcher = prepared.slot.file().map(|file| {
             let task = hot_swap::watch_file(ctx.clone(), file.clone(), prepared.slot.allow_precompiled());
@@ -446,7 +485,9 @@ pub async fn run(
         );
         async move {
             controller.await;
+            // The module's sources stop with its controller.
             drop(watcher);
+            drop(leading);
         }
     });
     let controllers = futures::future::join_all(controllers);

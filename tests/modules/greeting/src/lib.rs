@@ -23,7 +23,8 @@ pub const CRD_YAML: &str = include_str!("../crd.yaml");
 /// cargo feature: `v2` stamps `revision: "2"` on every ConfigMap;
 /// `v1-rebuilt` behaves exactly as the default build; `fail-on-later`
 /// behaves as `v2` but traps for messages starting with `later`;
-/// `trap-always` traps on every parent.
+/// `trap-always` traps on every parent, `loop-always` loops and
+/// `allocate-always` allocates without bound on every parent.
 pub const MODULE_VERSION: &str = if cfg!(feature = "fail-on-later") {
     "0.3.0"
 } else if cfg!(feature = "v2") {
@@ -103,6 +104,13 @@ fn misbehave(message: &str) {
     if cfg!(feature = "fail-on-later") && message.starts_with("later") {
         panic!("this build traps on messages starting with 'later'");
     }
+    let message = if cfg!(feature = "loop-always") {
+        "loop"
+    } else if cfg!(feature = "allocate-always") {
+        "allocate"
+    } else {
+        message
+    };
     match message {
         "trap" => panic!("asked to trap"),
         "loop" => {
