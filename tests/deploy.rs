@@ -916,7 +916,9 @@ fn the_deployment_is_hardened_and_matches_the_flags_dockerfile_and_readme() {
             let path = entry.path();
             let relative = path.strip_prefix(deploy_dir()).expect("under deploy/").to_string_lossy().into_owned();
             if path.is_dir() {
-                if relative != "samples" {
+                // Opt-in components have a kustomization of their own
+                // (`a_component_turns_on_logic_modules` checks it).
+                if relative != "samples" && !path.join("kustomization.yaml").exists() {
                     folders.push(path);
                 }
             } else if relative != "kustomization.yaml" {
@@ -925,4 +927,58 @@ fn the_deployment_is_hardened_and_matches_the_flags_dockerfile_and_readme() {
         }
     }
     assert_eq!(listed, on_disk, "kustomization.yaml lists every manifest in deploy/");
+}
+
+/// deploy/logic-modules, a kustomize Component: with it, the real kustomize
+/// renders the LogicModule CRD, the operator's rules to follow one (granted
+/// nothing more), and the flag that turns the follower on; and the operator
+/// binary accepts that flag.
+#[test]
+fn a_component_turns_on_logic_modules() {
+    let plane_assets = control_plane::find_assets().expect("the envtest binaries");
+    // Kustomize takes only relative paths: an overlay two levels below the repo.
+    let overlay = control_plane::repo_root().join(format!("target/logic-modules-overlay-{}", std::process::id()));
+    std::fs::create_dir_all(&overlay).expect("an overlay dir");
+    std::fs::write(
+        overlay.join("kustomization.yaml"),
+        "resources: [../../deploy]\ncomponents: [../../deploy/logic-modules]\n",
+    )
+    .expect("writing the overlay");
+    let output = std::process::Command::new(plane_assets.join("kubectl"))
+        .arg("kustomize")
+        .arg(&overlay)
+        .output()
+        .expect("running kubectl kustomize");
+    let _ = std::fs::remove_dir_all(&overlay);
+    assert!(output.status.success(), "kustomize: {}", String::from_utf8_lossy(&output.stderr));
+    let rendered = memcached_operator::render::parse_documents(&String::from_utf8_lossy(&output.stdout))
+        .expect("kustomize prints YAML");
+    let find = |kind: &str| rendered.iter().find(|o| o["kind"] == kind).unwrap_or_else(|| panic!("a {kind}"));
+
+    let crds: Vec<&str> = rendered
+        .iter()
+        .filter(|o| o["kind"] == "CustomResourceDefinition")
+        .filter_map(|o| o["metadata"]["name"].as_str())
+        .collect();
+    assert!(crds.contains(&"logicmodules.wasm-operator.c5c3.io"), "{crds:?}");
+
+    let base = grants(&the_object("ClusterRole"));
+    let with_component = grants(find("ClusterRole"));
+    let added: Vec<String> = with_component.iter().filter(|g| !base.contains(g)).map(ToString::to_string).collect();
+    assert_eq!(
+        added,
+        [
+            "get wasm-operator.c5c3.io/logicmodules",
+            "list wasm-operator.c5c3.io/logicmodules",
+            "watch wasm-operator.c5c3.io/logicmodules",
+            "patch wasm-operator.c5c3.io/logicmodules/status"
+        ],
+        "exactly what following a LogicModule needs"
+    );
+
+    let args = container_args(find("Deployment"));
+    assert_eq!(args.last().map(String::as_str), Some("--logic-modules=true"));
+    let operator = control_plane::repo_root().join("target/release/memcached-operator");
+    let help = std::process::Command::new(operator).args(["run", "--help"]).output().expect("memcached-operator");
+    assert!(String::from_utf8_lossy(&help.stdout).contains("--logic-modules"), "the binary takes the flag");
 }
