@@ -297,9 +297,9 @@ async fn wait_converged(client: &Client, namespace: &str, expected: &BTreeMap<St
     }
 }
 
-/// Until the operator has reconciled `count` more times than `since` and its
-/// counter has stood still for 3 s.
-async fn wait_quiet(operator: &mut OperatorProcess, since: u64, count: usize, who: &str) {
+/// Until the operator (started for this) has reconciled `count` times and
+/// its counter has stood still for 3 s.
+async fn wait_quiet(operator: &mut OperatorProcess, count: usize, who: &str) {
     let started = Instant::now();
     let mut last = u64::MAX;
     let mut still = 0;
@@ -311,10 +311,10 @@ async fn wait_quiet(operator: &mut OperatorProcess, since: u64, count: usize, wh
             still = 0;
             last = now;
         }
-        if now >= since + count as u64 && still >= 6 {
+        if now >= count as u64 && still >= 6 {
             return;
         }
-        assert!(started.elapsed() < WAIT, "{who}: {} reconciles of {count} CRs", now.saturating_sub(since));
+        assert!(started.elapsed() < WAIT, "{who}: {now} reconciles of {count} CRs");
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }
@@ -353,7 +353,7 @@ impl Run {
         let mark = self.plane.audit_mark().expect("the audit log");
         let mut operator = self.spawn(flavor, &format!("{step}.log"));
         operator.wait_ready().await.unwrap_or_else(|e| panic!("{step}: {e}"));
-        wait_quiet(&mut operator, 0, count, step).await;
+        wait_quiet(&mut operator, count, step).await;
         operator.stop();
         self.plane.audit_sync().await.expect("the audit log catching up");
         let after = snapshot(&self.client, &self.namespace).await;
@@ -408,7 +408,7 @@ async fn from_the_go_operator_and_back() {
     let mut go_operator = run.spawn(Flavor::Go, "1-go.log");
     go_operator.wait_ready().await.expect("the Go operator ready");
     wait_converged(&run.client, &run.namespace, &expected, "the Go operator").await;
-    wait_quiet(&mut go_operator, 0, samples.len(), "the Go operator").await;
+    wait_quiet(&mut go_operator, samples.len(), "the Go operator").await;
     go_operator.stop();
 
     let ours_owner_api_version = samples[0]
