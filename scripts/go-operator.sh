@@ -65,37 +65,12 @@ have() {
   fi
 }
 
+. "$ROOT/scripts/lib/go-cache.sh"
 mkdir -p "$CACHE_ROOT"
-if have; then
-  log "cached: $RESULT"
-  printf '%s\n' "$RESULT"
-  exit 0
-fi
-
-GO="${GO:-}"
-if [ -z "$GO" ]; then
-  if command -v go >/dev/null 2>&1; then GO=go
-  elif [ -x /usr/local/go/bin/go ]; then GO=/usr/local/go/bin/go
-  else die "no go toolchain found (set GO=/path/to/go)"
-  fi
-fi
-
-# Serialise concurrent runs (parallel test binaries, make -j) on one lock per version.
-if command -v flock >/dev/null 2>&1; then
-  exec 9>"$OUT.lock"
-  if ! flock -n 9; then
-    log "another run holds $OUT.lock; waiting"
-    flock 9
-  fi
-  if have; then
-    log "cached (made by another run): $RESULT"
-    printf '%s\n' "$RESULT"
-    exit 0
-  fi
-fi
-
-STAGE="$(mktemp -d "$CACHE_ROOT/.build.XXXXXX")"
-trap 'rm -rf "$STAGE"' EXIT
+use_cached "$RESULT" have
+go_toolchain
+lock_build "$RESULT" have
+make_stage
 mkdir -p "$OUT"
 
 if [ "$WANT" = crds ]; then

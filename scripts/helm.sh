@@ -38,37 +38,12 @@ CACHE_ROOT="${HELM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/memcached-operator
 OUT="$CACHE_ROOT/$VERSION"
 BIN="$OUT/helm"
 
+. "$ROOT/scripts/lib/go-cache.sh"
 mkdir -p "$CACHE_ROOT"
-if [ -x "$BIN" ]; then
-  log "cached: $BIN"
-  printf '%s\n' "$BIN"
-  exit 0
-fi
-
-GO="${GO:-}"
-if [ -z "$GO" ]; then
-  if command -v go >/dev/null 2>&1; then GO=go
-  elif [ -x /usr/local/go/bin/go ]; then GO=/usr/local/go/bin/go
-  else die "no go toolchain found (set GO=/path/to/go, or HELM_BINARY=/path/to/helm)"
-  fi
-fi
-
-# Serialise concurrent runs (e.g. parallel test binaries) on one lock per version.
-if command -v flock >/dev/null 2>&1; then
-  exec 9>"$OUT.lock"
-  if ! flock -n 9; then
-    log "another build holds $OUT.lock; waiting"
-    flock 9
-  fi
-  if [ -x "$BIN" ]; then
-    log "cached (built by another run): $BIN"
-    printf '%s\n' "$BIN"
-    exit 0
-  fi
-fi
-
-STAGE="$(mktemp -d "$CACHE_ROOT/.build.XXXXXX")"
-trap 'rm -rf "$STAGE"' EXIT
+use_cached "$BIN" is_binary "$BIN"
+go_toolchain
+lock_build "$BIN" is_binary "$BIN"
+make_stage
 
 export CGO_ENABLED=0
 log "go: $("$GO" version)"

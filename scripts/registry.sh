@@ -33,37 +33,12 @@ VERSION="$(awk -v m="$MODULE" '($1 == m && $2 ~ /^v/) || ($1 == "require" && $2 
 CACHE_ROOT="${REGISTRY_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/memcached-operator/registry}"
 OUT="$CACHE_ROOT/${VERSION#v}"
 BINARY="$OUT/registry"
-if [ -x "$BINARY" ]; then
-  log "cached: $BINARY"
-  printf '%s\n' "$BINARY"
-  exit 0
-fi
-
-GO="${GO:-}"
-if [ -z "$GO" ]; then
-  if command -v go >/dev/null 2>&1; then GO=go
-  elif [ -x /usr/local/go/bin/go ]; then GO=/usr/local/go/bin/go
-  else die "no go toolchain found (set GO=/path/to/go)"
-  fi
-fi
-
+. "$ROOT/scripts/lib/go-cache.sh"
 mkdir -p "$CACHE_ROOT"
-# Serialise concurrent runs (parallel test binaries) on one lock per version.
-if command -v flock >/dev/null 2>&1; then
-  exec 9>"$OUT.lock"
-  if ! flock -n 9; then
-    log "another build holds $OUT.lock; waiting"
-    flock 9
-  fi
-  if [ -x "$BINARY" ]; then
-    log "cached (built by another run): $BINARY"
-    printf '%s\n' "$BINARY"
-    exit 0
-  fi
-fi
-
-STAGE="$(mktemp -d "$CACHE_ROOT/.build.XXXXXX")"
-trap 'rm -rf "$STAGE"' EXIT
+use_cached "$BINARY" is_binary "$BINARY"
+go_toolchain
+lock_build "$BINARY" is_binary "$BINARY"
+make_stage
 log "building $MODULE $VERSION (a few minutes on 2 cores when the Go caches are cold)"
 start=$SECONDS
 (cd "$MOD" && CGO_ENABLED=0 "$GO" build -p 2 -mod=readonly -trimpath -ldflags="-s -w" \
