@@ -39,7 +39,7 @@ pub struct BuiltIn {
 pub enum HostCommand {
     /// Run every module against the cluster kubectl would use (in-cluster
     /// config, else KUBECONFIG or ~/.kube/config).
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Print each module's CustomResourceDefinition, as the module ships it.
     Crd,
     /// Print what each module says of itself (kinds, names) and its digest.
@@ -67,7 +67,7 @@ pub enum HostCommand {
 impl HostCommand {
     pub fn execute(self, flavor: &Flavor, modules: &ModuleArgs) -> Result<ExitCode> {
         match self {
-            HostCommand::Run(args) => run_command(flavor, modules, args),
+            HostCommand::Run(args) => run_command(flavor, modules, *args),
             HostCommand::Crd => crd_command(flavor, modules),
             HostCommand::Manifest => manifest_command(flavor, modules),
             HostCommand::Precompile { output } => precompile_command(flavor, modules, &output),
