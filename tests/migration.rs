@@ -35,10 +35,6 @@ const WAIT: Duration = Duration::from_secs(180);
 /// [`owner_reference_changes`]), and what the Go operator changes back
 /// when a user returns. Why, in README "Migrating from the Go operator".
 const BOTH_WAYS: &[&str] = &[
-    "Deployment everything: metadata.generation",
-    "Deployment everything: spec.template.spec.topologySpreadConstraints",
-    "Deployment high-availability: metadata.generation",
-    "Deployment high-availability: spec.template.spec.topologySpreadConstraints",
     "HorizontalPodAutoscaler autoscaling: spec.behavior",
     "HorizontalPodAutoscaler everything: spec.behavior",
     "Memcached autoscaling: status.conditions",

@@ -112,7 +112,7 @@ fn build_pod(pod: &mut PodSpec, name: &str, spec: &MemcachedSpec) {
     pod.node_selector = None;
     pod.volumes = volumes(pod.volumes.as_deref().unwrap_or_default(), spec);
     pod.affinity = spec.anti_affinity_preset().map(|preset| anti_affinity(name, preset));
-    pod.topology_spread_constraints = topology_spread_constraints(name, spec);
+    pod.topology_spread_constraints = topology_spread_constraints(spec);
     pod.security_context = match spec.security.as_ref().and_then(|s| s.pod_security_context.as_ref()) {
         Some(context) => Some(context.clone()),
         None => keep_if_server_default(pod.security_context.take(), |c| *c == Default::default()),
@@ -328,20 +328,10 @@ fn anti_affinity(name: &str, preset: AntiAffinityPreset) -> Affinity {
     Affinity { pod_anti_affinity: Some(pod_anti_affinity), ..Default::default() }
 }
 
-/// The CR's constraints; one without a labelSelector would count no pods at
-/// all, so it gets this CR's standard labels.
-fn topology_spread_constraints(name: &str, spec: &MemcachedSpec) -> Option<Vec<TopologySpreadConstraint>> {
+/// The CR's constraints as written, as the Go operator passes them: adding
+/// a labelSelector to one without would change the pod template, and
+/// switching between the operators would then roll every pod.
+fn topology_spread_constraints(spec: &MemcachedSpec) -> Option<Vec<TopologySpreadConstraint>> {
     let constraints = spec.high_availability.as_ref()?.topology_spread_constraints.as_ref()?;
-    let constraints: Vec<TopologySpreadConstraint> = constraints
-        .iter()
-        .cloned()
-        .map(|mut c| {
-            c.label_selector.get_or_insert_with(|| LabelSelector {
-                match_labels: Some(labels_for_memcached(name)),
-                match_expressions: None,
-            });
-            c
-        })
-        .collect();
-    (!constraints.is_empty()).then_some(constraints)
+    (!constraints.is_empty()).then(|| constraints.clone())
 }
