@@ -474,7 +474,8 @@ fn topology_spread_constraints_are_passed_as_written() {
         { "maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway" },
         { "maxSkew": 2, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": explicit_selector },
     ]);
-    let got = deployment(json!({ "highAvailability": { "topologySpreadConstraints": constraints.clone() } }), None, &[]);
+    let got =
+        deployment(json!({ "highAvailability": { "topologySpreadConstraints": constraints.clone() } }), None, &[]);
     assert_eq!(pod(&got)["topologySpreadConstraints"], constraints);
     for spec in [
         json!({}),
