@@ -120,8 +120,7 @@ impl Registry {
                 actual: layer_digest,
             });
         }
-        let pinned = format!("{}/{}@{manifest_digest}", parsed.registry(), parsed.repository());
-        Ok(Pulled { bytes, pinned, digest: layer_digest })
+        Ok(Pulled { bytes, pinned: pinned(&parsed, &manifest_digest), digest: layer_digest })
     }
 
     /// Publishes `component` at `reference` (a tag or a repository) and
@@ -142,7 +141,7 @@ impl Registry {
         self.client.push(&parsed, &[layer], config, &auth, None).await.map_err(push_error)?;
         // The digest as the registry computed it over what it stored.
         let manifest_digest = self.client.fetch_manifest_digest(&parsed, &auth).await.map_err(push_error)?;
-        Ok(format!("{}/{}@{manifest_digest}", parsed.registry(), parsed.repository()))
+        Ok(pinned(&parsed, &manifest_digest))
     }
 }
 
@@ -156,6 +155,11 @@ fn pull_error(reference: &str, error: oci_client::errors::OciDistributionError) 
         }
         error => OciError::Pull { reference: reference.to_owned(), error },
     }
+}
+
+/// `registry/repository@digest`: the reference a LogicModule names.
+fn pinned(reference: &Reference, manifest_digest: &str) -> String {
+    format!("{}/{}@{manifest_digest}", reference.registry(), reference.repository())
 }
 
 fn parse(reference: &str) -> Result<Reference, OciError> {

@@ -66,6 +66,9 @@ pub struct SwapState {
     recent: Mutex<VecDeque<Arc<LogicModule>>>,
     last_rollback: Mutex<Option<Rollback>>,
     reconciled: Mutex<Reconciled>,
+    /// Whether anyone reports `reconciled` (a LogicModule follower); until
+    /// then a reconcile pays nothing for it.
+    counting: std::sync::atomic::AtomicBool,
     /// Bumped on every swap and rollback, so sources can report.
     changes: watch::Sender<u64>,
 }
@@ -77,6 +80,7 @@ impl Default for SwapState {
             recent: Mutex::default(),
             last_rollback: Mutex::default(),
             reconciled: Mutex::default(),
+            counting: std::sync::atomic::AtomicBool::new(false),
             changes: watch::Sender::new(0),
         }
     }
@@ -239,7 +243,10 @@ pub(crate) fn refused(ctx: &Context, refusal: Refusal) -> Offered {
 /// A reconcile's outcome on `module`: while that version is on probation,
 /// a failure counts against it, and too many roll it back.
 pub fn observe(ctx: &Arc<Context>, module: &LogicModule, parent: &ParentKey, failure: Option<String>) {
-    if failure.is_none() && ctx.module.current().digest() == module.digest() {
+    if failure.is_none()
+        && ctx.swap.counting.load(std::sync::atomic::Ordering::Relaxed)
+        && ctx.module.current().digest() == module.digest()
+    {
         ctx.swap.reconciled_by(module, parent);
     }
     let mut probation = ctx.swap.probation.lock().unwrap_or_else(PoisonError::into_inner);
@@ -327,8 +334,14 @@ impl SwapState {
         self.last_rollback.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
+    /// Starts counting the parents the serving version reconciles, for
+    /// [`SwapState::reconciled_parents`].
+    pub fn count_reconciled_parents(&self) {
+        self.counting.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// How many parents the version `digest` has reconciled since it went
-    /// live (0 for a version not serving).
+    /// live (0 for a version not serving, or before counting started).
     pub fn reconciled_parents(&self, digest: &str) -> usize {
         let reconciled = self.reconciled.lock().unwrap_or_else(PoisonError::into_inner);
         if reconciled.digest == digest { reconciled.parents.len() } else { 0 }

@@ -191,6 +191,7 @@ pub async fn follow(
     let mut changes = swap.subscribe();
     let mut tick = tokio::time::interval(options.poll_interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    swap.count_reconciled_parents();
     // A rollback from before this follower started is not news.
     let reported_rollback = swap.last_rollback();
     let mut follower =
