@@ -136,7 +136,8 @@ pub struct RunArgs {
     pub swap_rollout_per_second: u32,
     /// Follow each module's LogicModule resource (deploy/logic-modules/): new
     /// versions are pulled from the OCI registry it names, verified and swapped in.
-    #[arg(long, env = "WASM_OPERATOR_LOGIC_MODULES", default_value_t = false, action = ArgAction::Set)]
+    #[arg(long, env = "WASM_OPERATOR_LOGIC_MODULES", default_value_t = false, action = ArgAction::Set,
+          num_args = 0..=1, default_missing_value = "true")]
     pub logic_modules: bool,
     /// How often a failed pull is retried, and a tag a LogicModule allows resolved again.
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
