@@ -182,12 +182,14 @@ render-samples: $(OPERATOR)
 		echo "# $$sample"; $(OPERATOR) render -f $$sample || exit 1; echo; \
 	done
 
-## bench-e2e: the operator binary with 100 and 1000 CRs against a local API server; prints a table
-## (COUNTS=100 for one size; not part of make test)
-COUNTS ?= 100,1000
+## bench-e2e: ours and the Go operator v0.4.0 with 1000 and 10,000 CRs, each against a fresh local API
+## server; prints them side by side against issue 13's targets (COUNTS=100 for one size; BENCH_FLAGS=--only-ours
+## or --only-go for one operator; about an hour in all on 2 cores; not part of make test)
+COUNTS ?= 1000,10000
+BENCH_FLAGS ?=
 bench-e2e: $(OPERATOR) go-operator
 	$(CARGO) build --release -p memcached-e2e --bin bench-e2e
-	target/release/bench-e2e --counts $(COUNTS)
+	target/release/bench-e2e --counts $(COUNTS) $(BENCH_FLAGS)
 
 ## bench-swap: how long a new module version takes to go live (cold and warm compile cache), and the
 ## dry run's cost per parent, with 1000 parents (COUNTS=100,1000 for more sizes; not part of make test)

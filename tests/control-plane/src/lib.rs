@@ -92,6 +92,12 @@ pub struct Options {
     /// kubelet of [`FAKE_NODES`]. Needs `controller_manager`. Off by default:
     /// about a second more to start, and most tests need no Pods.
     pub pods: bool,
+    /// Flags appended to etcd's (e.g. `--quota-backend-bytes` for tens of
+    /// thousands of objects). None by default.
+    pub extra_etcd_args: Vec<String>,
+    /// Flags appended to kube-apiserver's (e.g. higher inflight limits).
+    /// None by default.
+    pub extra_apiserver_args: Vec<String>,
 }
 
 impl Default for Options {
@@ -101,6 +107,8 @@ impl Default for Options {
             controllers: vec!["garbagecollector".into(), "namespace".into()],
             audit_log: true,
             pods: false,
+            extra_etcd_args: Vec::new(),
+            extra_apiserver_args: Vec::new(),
         }
     }
 }
@@ -270,6 +278,7 @@ impl ControlPlane {
         ]
         .map(String::from)
         .to_vec();
+        let etcd_args = [etcd_args, options.extra_etcd_args.clone()].concat();
         let etcd = Proc::spawn("etcd", &assets.join("etcd"), &etcd_args, dir.join("logs/etcd.log"))?;
         *lock(&plane.etcd) = Some(etcd);
         plane.wait_sync(&format!("etcd on 127.0.0.1:{etcd_port}"), 30, || {
@@ -339,6 +348,7 @@ impl ControlPlane {
                 .map(String::from),
             );
         }
+        apiserver_args.extend(options.extra_apiserver_args.iter().cloned());
         plane.apiserver_args = apiserver_args;
         plane.spawn_apiserver()?;
 

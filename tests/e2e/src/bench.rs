@@ -33,27 +33,29 @@
 //!   the idle passes minus RSS before the first CR, over N).
 
 mod compare;
+mod convergence;
+mod machine;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use control_plane::{AuditEvent, ControlPlane, Options, User};
+use convergence::Tracker;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Namespace, Secret};
+use kube::Client;
 use kube::api::{
     Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, ObjectMeta, Patch, PatchParams, PostParams,
 };
-use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Client, ResourceExt};
 use memcached_e2e::operators::{self, Flavor, OperatorProcess, ProcessError, Requests};
 use serde_json::Value;
 
 const OPERATOR_USER: &str = "memcached-operator";
-const CONVERGE_TIMEOUT: Duration = Duration::from_secs(600);
-/// CRs created (and touched) at once by the bench (admin client).
-const CREATE_PARALLELISM: usize = 16;
+/// CRs created (and touched) at once by the bench (admin client, exempt
+/// from the API server's priority and fairness limits).
+const CREATE_PARALLELISM: usize = 32;
 /// The annotation the idle touch adds: neither operator renders it.
 const TOUCH_ANNOTATION: &str = "bench.c5c3.io/touched";
 
@@ -65,8 +67,6 @@ enum BenchError {
     Plane(#[from] control_plane::Error),
     #[error("API request: {0}")]
     Kube(#[from] kube::Error),
-    #[error("watching Memcacheds: {0}")]
-    Watch(#[from] watcher::Error),
     #[error("{context}: {source}")]
     Io { context: String, source: std::io::Error },
     #[error("the sample {path}: {message}")]
@@ -85,26 +85,29 @@ fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> BenchError {
 struct Config {
     counts: Vec<usize>,
     namespaces: usize,
+    create_concurrency: usize,
     concurrency: u16,
     resync: Duration,
     resync_flag: String,
     out: PathBuf,
     operator: PathBuf,
-    only_ours: bool,
+    /// Which operators run, in this order, at each size.
+    flavors: Vec<Flavor>,
 }
 
-const USAGE: &str = "usage: bench-e2e [--counts 100,1000] [--namespaces 4] [--concurrency 8] [--resync-period 30s] [--only-ours] [--out FILE]";
+const USAGE: &str = "usage: bench-e2e [--counts 1000,10000] [--namespaces 4] [--concurrency 8] [--create-concurrency 32] [--resync-period 30s] [--only-ours | --only-go] [--out FILE]";
 
 fn parse_args(root: &Path, mut args: impl Iterator<Item = String>) -> Result<Config, BenchError> {
     let mut config = Config {
-        counts: vec![100, 1000],
+        counts: vec![1000, 10_000],
         namespaces: 4,
+        create_concurrency: CREATE_PARALLELISM,
         concurrency: 8,
         resync: Duration::from_secs(30),
         resync_flag: "30s".into(),
         out: root.join("target/bench-e2e/results.md"),
         operator: root.join("target/release/memcached-operator"),
-        only_ours: false,
+        flavors: vec![Flavor::Ours, Flavor::Go],
     };
     let usage = |message: String| BenchError::Usage(format!("{message}\n{USAGE}"));
     while let Some(arg) = args.next() {
@@ -123,6 +126,14 @@ fn parse_args(root: &Path, mut args: impl Iterator<Item = String>) -> Result<Con
                 config.namespaces =
                     text.parse().ok().filter(|n| *n > 0).ok_or_else(|| usage(format!("--namespaces {text:?}")))?;
             }
+            "--create-concurrency" => {
+                let text = value()?;
+                config.create_concurrency = text
+                    .parse()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| usage(format!("--create-concurrency {text:?}")))?;
+            }
             "--concurrency" => {
                 let text = value()?;
                 config.concurrency =
@@ -136,7 +147,8 @@ fn parse_args(root: &Path, mut args: impl Iterator<Item = String>) -> Result<Con
             }
             "--out" => config.out = PathBuf::from(value()?),
             "--operator" => config.operator = PathBuf::from(value()?),
-            "--only-ours" => config.only_ours = true,
+            "--only-ours" => config.flavors = vec![Flavor::Ours],
+            "--only-go" => config.flavors = vec![Flavor::Go],
             "-h" | "--help" => return Err(BenchError::Usage(USAGE.into())),
             other => return Err(usage(format!("unknown argument {other:?}"))),
         }
@@ -197,15 +209,17 @@ struct Sample {
 }
 
 async fn run(root: &Path, config: &Config) -> Result<(), BenchError> {
+    // Ours also renders the samples, to know what each CR owns.
     if !config.operator.is_file() {
         return Err(BenchError::Usage(format!("{} is missing; `make bench-e2e` builds it", config.operator.display())));
     }
-    let (go, go_crds) = if config.only_ours { Default::default() } else { operators::go_operator(root)? };
+    let (go, go_crds) =
+        if config.flavors.contains(&Flavor::Go) { operators::go_operator(root)? } else { Default::default() };
     let binaries = Binaries { ours: config.operator.clone(), go, go_crds };
     let samples = read_samples(&root.join("deploy/samples"), &config.operator)?;
     let logs = root.join("target/bench-e2e");
     std::fs::create_dir_all(&logs).map_err(io(format!("creating {}", logs.display())))?;
-    let machine = machine_line();
+    let machine = machine::describe();
     progress(&format!(
         "{machine}; samples {}; resync period {}, our concurrency {}",
         samples.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", "),
@@ -213,31 +227,54 @@ async fn run(root: &Path, config: &Config) -> Result<(), BenchError> {
         config.concurrency
     ));
 
-    let flavors: &[Flavor] = if config.only_ours { &[Flavor::Ours] } else { &[Flavor::Ours, Flavor::Go] };
     let mut rows = Vec::new();
     for &count in &config.counts {
-        for &flavor in flavors {
+        for &flavor in &config.flavors {
             rows.push(run_one(config, &binaries, flavor, &samples, count, &logs).await?);
-            let text = format!("{}\n{}", table(&rows, config, &samples, &machine), compare::table(&rows));
+            let text = report(&rows, config, &samples, &machine);
             std::fs::write(&config.out, &text).map_err(io(format!("writing {}", config.out.display())))?;
         }
     }
-    println!("\n{}\n{}", table(&rows, config, &samples, &machine), compare::table(&rows));
+    println!("\n{}", report(&rows, config, &samples, &machine));
     progress(&format!("tables written to {}", config.out.display()));
     Ok(())
+}
+
+/// Every table: each run, ours / Go with the targets, the growth per CR.
+fn report(rows: &[Row], config: &Config, samples: &[Sample], machine: &str) -> String {
+    format!("{}{}{}", table(rows, config, samples, machine), compare::table(rows, machine), compare::growth(rows))
 }
 
 fn progress(message: &str) {
     eprintln!("bench-e2e: {message}");
 }
 
-fn machine_line() -> String {
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
-    let load = std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .and_then(|l| l.split_whitespace().next().map(str::to_owned))
-        .unwrap_or_else(|| "?".into());
-    format!("{cores} cores, load average {load} at start")
+/// Time to converge allowed: generous, as the Go operator reconciles one CR
+/// at a time (about 50 ms each at 1000 CRs on 2 cores).
+fn converge_timeout(count: usize) -> Duration {
+    Duration::from_secs(300) + Duration::from_millis(200) * count as u32
+}
+
+/// Time allowed for an idle pass to reconcile every CR (beyond the resync
+/// period).
+fn idle_pass_timeout(count: usize) -> Duration {
+    Duration::from_secs(120) + Duration::from_millis(100) * count as u32
+}
+
+/// A fresh control plane without a controller manager (its garbage
+/// collector would only add load), with its audit log, sized for 10,000 CRs
+/// and their 30,000-odd objects: etcd's quota above its 2 GiB default (every
+/// write keeps a revision until the API server compacts, every 5 minutes),
+/// and the API server's inflight limits doubled (they also size its priority
+/// levels' seats).
+fn bench_plane_options() -> Options {
+    Options {
+        controller_manager: false,
+        audit_log: true,
+        extra_etcd_args: vec![format!("--quota-backend-bytes={}", 8u64 << 30)],
+        extra_apiserver_args: vec!["--max-requests-inflight=800".into(), "--max-mutating-requests-inflight=400".into()],
+        ..Options::default()
+    }
 }
 
 /// Every sample, by file name, with the number of objects ours renders for it.
@@ -312,8 +349,18 @@ struct Row {
     /// Ours only: one `--resync-period`.
     resync: Option<IdlePass>,
     touch: IdlePass,
+    /// The 1-minute load average when its control plane started.
+    load_at_start: f64,
+    /// What the operator caches, counted from the API server at
+    /// convergence: the CRs, every object of an owned kind, the Secrets in
+    /// the CRs' namespaces.
+    cached_objects: usize,
+    /// The fewest writes that converge these CRs.
+    expected: Expected,
     /// VmRSS once ready, before the first CR.
     start_rss_kib: u64,
+    /// VmRSS at the moment every CR converged.
+    converged_rss_kib: u64,
     /// VmHWM at the end of the run.
     peak_rss_kib: u64,
     /// VmRSS after the idle passes.
@@ -326,6 +373,52 @@ impl Row {
     fn kib_per_cr(&self) -> f64 {
         self.idle_rss_kib.saturating_sub(self.start_rss_kib) as f64 / self.crs as f64
     }
+
+    /// KiB of resident memory per cached object, once idle.
+    fn kib_per_cached_object(&self) -> f64 {
+        self.idle_rss_kib.saturating_sub(self.start_rss_kib) as f64 / self.cached_objects.max(1) as f64
+    }
+
+    /// CPU milliseconds to converge, per CR.
+    fn cpu_ms_per_cr(&self) -> f64 {
+        self.cpu_to_converge * 1000.0 / self.crs as f64
+    }
+
+    fn reconciles_per_cr(&self) -> f64 {
+        self.reconciles as f64 / self.crs as f64
+    }
+
+    /// Writes of the idle passes to children and status (events and leases
+    /// apart): both should be 0.
+    fn idle_writes(&self) -> usize {
+        self.resync.iter().chain(Some(&self.touch)).map(|pass| pass.audit.state_writes()).sum()
+    }
+}
+
+/// The fewest writes that converge N CRs: create every object its sample
+/// renders to, with one event each, and one status write per CR (the first
+/// that records the observed generation); nothing else changes anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Expected {
+    children: usize,
+    statuses: usize,
+    events: usize,
+}
+
+impl Expected {
+    fn of(samples: &[Sample], count: usize) -> Self {
+        let children = (0..count).map(|i| samples[i % samples.len()].children).sum();
+        Expected { children, statuses: count, events: children }
+    }
+
+    fn total(&self) -> usize {
+        self.children + self.statuses + self.events
+    }
+}
+
+/// Objects each sample renders to, in sample order.
+fn expected_children(samples: &[Sample]) -> Vec<usize> {
+    samples.iter().map(|s| s.children).collect()
 }
 
 /// An idle pass: reconciles it caused and the operator's requests meanwhile.
@@ -345,6 +438,9 @@ struct AuditCounts {
     status_writes: usize,
     event_writes: usize,
     lease_writes: usize,
+    /// Writes of any kind the API server refused (4xx: conflicts, not
+    /// found...); they are counted above too.
+    rejected_writes: usize,
     /// Writes other than the above, as `verb resource`.
     other_writes: BTreeMap<String, usize>,
 }
@@ -358,14 +454,31 @@ impl AuditCounts {
                 "get" => counts.gets += 1,
                 "list" => counts.lists += 1,
                 _ if !event.is_write() => {}
-                _ if resource == "events" => counts.event_writes += 1,
-                _ if resource == "leases" => counts.lease_writes += 1,
-                _ if event.subresource.as_deref() == Some("status") => counts.status_writes += 1,
-                _ if is_owned(resource) => counts.child_writes += 1,
-                verb => *counts.other_writes.entry(format!("{verb} {resource}")).or_default() += 1,
+                _ => {
+                    if event.code.is_some_and(|c| c >= 400) && resource != "leases" {
+                        counts.rejected_writes += 1;
+                    }
+                    counts.classify_write(event, resource);
+                }
             }
         }
         counts
+    }
+
+    fn classify_write(&mut self, event: &AuditEvent, resource: &str) {
+        match event.verb.as_str() {
+            _ if resource == "events" => self.event_writes += 1,
+            _ if resource == "leases" => self.lease_writes += 1,
+            _ if event.subresource.as_deref() == Some("status") => self.status_writes += 1,
+            _ if is_owned(resource) => self.child_writes += 1,
+            verb => *self.other_writes.entry(format!("{verb} {resource}")).or_default() += 1,
+        }
+    }
+
+    /// Writes that change state: children, status and other objects (no
+    /// events, no leases).
+    fn state_writes(&self) -> usize {
+        self.child_writes + self.status_writes + self.other_writes.values().sum::<usize>()
     }
 
     /// Every write but leases.
@@ -408,7 +521,8 @@ async fn run_one(
 ) -> Result<Row, BenchError> {
     let label = format!("N={count} {}", flavor.label());
     progress(&format!("{label}: starting a control plane"));
-    let plane = ControlPlane::start_with(Options { controller_manager: false, audit_log: true, ..Options::default() })?;
+    let load_at_start = machine::load_now();
+    let plane = ControlPlane::start_with(bench_plane_options())?;
     install_crds(&plane, flavor, binaries).await?;
     let admin = plane.client(User::Admin).await?;
     plane
@@ -446,20 +560,23 @@ async fn run_one(
     let before = operator.scrape().await?;
     let mark = plane.audit_mark()?;
 
-    // Watch before creating, so no status change is missed.
-    let memcacheds: Api<DynamicObject> = Api::all_with(admin.clone(), &memcached_resource());
-    let mut statuses = watcher(memcacheds, watcher::Config::default()).default_backoff().applied_objects().boxed();
+    // Watch before creating, so no change is missed.
+    let expected = expected_children(samples);
+    let tracker = Tracker::start(&admin, &memcached_resource(), &owned_resources(), move |name| {
+        cr_index(name).map_or(0, |i| expected[i % expected.len()])
+    });
 
     progress(&format!("{label}: creating {count} Memcacheds in {} namespaces", namespaces.len()));
     let started = Instant::now();
     let objects: Vec<Value> = samples.iter().map(|s| s.object.clone()).collect();
-    let creating = tokio::spawn(create_all(admin.clone(), objects, count, namespaces.clone()));
+    let creating =
+        tokio::spawn(create_all(admin.clone(), objects, count, namespaces.clone(), config.create_concurrency));
     let mut creating = Some(creating);
     let mut applied = None;
-    let mut converged: HashSet<(String, String)> = HashSet::new();
-    let deadline = tokio::time::Instant::now() + CONVERGE_TIMEOUT;
+    let timeout = converge_timeout(count);
+    let deadline = Instant::now() + timeout;
     let mut last_report = Instant::now();
-    while converged.len() < count {
+    loop {
         if let Some(task) = creating.as_mut().filter(|t| t.is_finished()) {
             match task.await {
                 Ok(result) => result?,
@@ -469,68 +586,41 @@ async fn run_one(
             progress(&format!("{label}: all created after {:.1}s", started.elapsed().as_secs_f64()));
             creating = None;
         }
-        let next = tokio::time::timeout_at(
-            deadline.min(tokio::time::Instant::now() + Duration::from_secs(1)),
-            statuses.try_next(),
-        )
-        .await;
-        match next {
-            Ok(Ok(Some(object))) => {
-                let key = (object.namespace().unwrap_or_default(), object.name_any());
-                if is_converged(&object) {
-                    converged.insert(key);
-                } else {
-                    converged.remove(&key);
-                }
-            }
-            Ok(Ok(None)) => return Err(BenchError::Usage("the Memcached watch ended".into())),
-            Ok(Err(error)) => return Err(error.into()),
-            Err(_) => {
-                operator.check_alive()?;
-                if tokio::time::Instant::now() >= deadline {
-                    return Err(BenchError::Timeout {
-                        what: format!("{count} CRs to converge ({} did)", converged.len()),
-                        seconds: CONVERGE_TIMEOUT.as_secs(),
-                    });
-                }
-            }
+        let now = tracker.snapshot();
+        if creating.is_none() && now.listed == count && now.status_converged == count && now.missing_children == 0 {
+            break;
+        }
+        operator.check_alive()?;
+        if Instant::now() >= deadline {
+            return Err(BenchError::Timeout {
+                what: format!(
+                    "{count} CRs to converge ({} seen, {} with their generation observed, {} owned objects missing)",
+                    now.listed, now.status_converged, now.missing_children
+                ),
+                seconds: timeout.as_secs(),
+            });
         }
         if last_report.elapsed() > Duration::from_secs(15) {
             progress(&format!(
-                "{label}: {}/{count} converged after {:.0}s",
-                converged.len(),
+                "{label}: {}/{count} status converged, {} owned objects missing, after {:.0}s",
+                now.status_converged,
+                now.missing_children,
                 started.elapsed().as_secs_f64()
             ));
             last_report = Instant::now();
         }
-    }
-    drop(statuses);
-    if let Some(task) = creating {
-        // Every CR converged, so every create returned.
-        match task.await {
-            Ok(result) => result?,
-            Err(join) => return Err(BenchError::Usage(format!("creating the CRs: {join}"))),
-        }
-        applied = Some(started.elapsed());
-    }
-    // Then every owned object must exist.
-    loop {
-        let missing = missing_children(&admin, samples, count).await?;
-        if missing == 0 {
-            break;
-        }
-        operator.check_alive()?;
-        if tokio::time::Instant::now() >= deadline {
-            return Err(BenchError::Timeout {
-                what: format!("{missing} owned objects"),
-                seconds: CONVERGE_TIMEOUT.as_secs(),
-            });
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let converged_after = started.elapsed();
     let converge_usage = operator.usage()?;
     let at_convergence = operator.scrape().await?;
+    // The watches stop here: the idle passes measure the operator alone.
+    let watched = tracker.snapshot();
+    drop(tracker);
+    if watched.watch_errors > 0 {
+        progress(&format!("{label}: the bench's watches saw {} errors (and resumed)", watched.watch_errors));
+    }
+    let cached_objects = count + watched.children + count_secrets(&admin, &namespaces).await?;
     plane.audit_sync().await?;
     let audit = AuditCounts::of(&plane.audit_events_since(mark)?);
     progress(&format!("{label}: converged after {:.1}s", converged_after.as_secs_f64()));
@@ -539,15 +629,16 @@ async fn run_one(
     let resync = match flavor {
         Flavor::Ours => {
             progress(&format!("{label}: idle; waiting for one resync ({})", config.resync_flag));
-            let pass = idle_pass(&plane, &mut operator, count, quiet, config.resync + Duration::from_secs(120)).await?;
+            let limit = config.resync + idle_pass_timeout(count);
+            let pass = idle_pass(&plane, &mut operator, count, quiet, limit).await?;
             Some(pass)
         }
         Flavor::Go => None,
     };
     let quiet = settle(&mut operator).await?;
     progress(&format!("{label}: idle; touching every CR"));
-    let touching = tokio::spawn(touch_all(admin.clone(), count, namespaces.clone()));
-    let touch = idle_pass(&plane, &mut operator, count, quiet, Duration::from_secs(180)).await?;
+    let touching = tokio::spawn(touch_all(admin.clone(), count, namespaces.clone(), config.create_concurrency));
+    let touch = idle_pass(&plane, &mut operator, count, quiet, idle_pass_timeout(count)).await?;
     match touching.await {
         Ok(result) => result?,
         Err(join) => return Err(BenchError::Usage(format!("touching the CRs: {join}"))),
@@ -575,7 +666,11 @@ async fn run_one(
         audit,
         resync,
         touch,
+        load_at_start,
+        cached_objects,
+        expected: Expected::of(samples, count),
         start_rss_kib: start_usage.rss_kib,
+        converged_rss_kib: converge_usage.rss_kib,
         peak_rss_kib: end_usage.peak_rss_kib,
         idle_rss_kib: end_usage.rss_kib,
         cpu_to_converge: converge_usage.cpu_seconds - start_usage.cpu_seconds,
@@ -646,12 +741,6 @@ async fn idle_pass(
     Ok(IdlePass { reconciles, audit, window })
 }
 
-fn is_converged(object: &DynamicObject) -> bool {
-    let generation = object.metadata.generation;
-    let observed = object.data.pointer("/status/observedGeneration").and_then(Value::as_i64);
-    generation.is_some() && observed == generation
-}
-
 async fn create_namespace_with_secrets(client: &Client, namespace: &str) -> Result<(), BenchError> {
     let meta = |name: &str| ObjectMeta { name: Some(name.to_owned()), ..ObjectMeta::default() };
     Api::<Namespace>::all(client.clone())
@@ -694,6 +783,7 @@ async fn create_all(
     samples: Vec<Value>,
     count: usize,
     namespaces: Vec<String>,
+    parallelism: usize,
 ) -> Result<(), BenchError> {
     let resource = memcached_resource();
     futures::stream::iter(0..count)
@@ -709,13 +799,18 @@ async fn create_all(
                 Ok::<_, BenchError>(())
             }
         })
-        .buffer_unordered(CREATE_PARALLELISM)
+        .buffer_unordered(parallelism)
         .try_collect::<()>()
         .await
 }
 
 /// Adds the touch annotation to every CR (no spec change: no new generation).
-async fn touch_all(client: Client, count: usize, namespaces: Vec<String>) -> Result<(), BenchError> {
+async fn touch_all(
+    client: Client,
+    count: usize,
+    namespaces: Vec<String>,
+    parallelism: usize,
+) -> Result<(), BenchError> {
     let resource = memcached_resource();
     let patch = serde_json::json!({ "metadata": { "annotations": { TOUCH_ANNOTATION: "1" } } });
     futures::stream::iter(0..count)
@@ -728,36 +823,20 @@ async fn touch_all(client: Client, count: usize, namespaces: Vec<String>) -> Res
                 Ok::<_, BenchError>(())
             }
         })
-        .buffer_unordered(CREATE_PARALLELISM)
+        .buffer_unordered(parallelism)
         .try_collect::<()>()
         .await
 }
 
-/// How many of the objects the CRs' samples render to are missing (counted
-/// by controller owner; a CR not created yet misses all of its own).
-async fn missing_children(client: &Client, samples: &[Sample], count: usize) -> Result<usize, BenchError> {
-    let expected = |i: usize| samples[i % samples.len()].children;
-    let parents: Api<DynamicObject> = Api::all_with(client.clone(), &memcached_resource());
-    let mut want: HashMap<String, usize> = HashMap::new();
-    for parent in parents.list(&ListParams::default()).await?.items {
-        if let (Some(uid), Some(i)) = (parent.uid(), cr_index(&parent.name_any())) {
-            want.insert(uid, expected(i));
-        }
+/// The Secrets in the bench's namespaces (the ones the samples reference):
+/// both operators cache them.
+async fn count_secrets(client: &Client, namespaces: &[String]) -> Result<usize, BenchError> {
+    let mut secrets = 0;
+    for namespace in namespaces {
+        let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
+        secrets += api.list_metadata(&ListParams::default()).await?.items.len();
     }
-    let mut have: HashMap<String, usize> = HashMap::new();
-    for kind in owned_resources() {
-        let api: Api<DynamicObject> = Api::all_with(client.clone(), &kind);
-        for object in api.list(&ListParams::default()).await?.items {
-            for owner in object.owner_references().iter().filter(|o| o.controller == Some(true)) {
-                *have.entry(owner.uid.clone()).or_default() += 1;
-            }
-        }
-    }
-    let mut missing: usize = want.iter().map(|(uid, n)| n.saturating_sub(have.get(uid).copied().unwrap_or(0))).sum();
-    // CRs not listed yet.
-    let listed = want.len();
-    missing += (listed..count).map(expected).sum::<usize>();
-    Ok(missing)
+    Ok(secrets)
 }
 
 fn per_cr(total: usize, crs: usize) -> String {
@@ -767,18 +846,18 @@ fn per_cr(total: usize, crs: usize) -> String {
 fn idle_cell(pass: Option<&IdlePass>) -> String {
     match pass {
         None => "–".into(),
-        Some(pass) => {
-            let writes =
-                pass.audit.child_writes + pass.audit.status_writes + pass.audit.other_writes.values().sum::<usize>();
-            format!(
-                "{}, {} (+{} events) in {:.0} s",
-                pass.reconciles,
-                writes,
-                pass.audit.event_writes,
-                pass.window.as_secs_f64()
-            )
-        }
+        Some(pass) => format!(
+            "{}, {} (+{} events) in {:.0} s",
+            pass.reconciles,
+            pass.audit.state_writes(),
+            pass.audit.event_writes,
+            pass.window.as_secs_f64()
+        ),
     }
+}
+
+fn mib(kib: u64) -> f64 {
+    kib as f64 / 1024.0
 }
 
 fn table(rows: &[Row], config: &Config, samples: &[Sample], machine: &str) -> String {
@@ -793,19 +872,21 @@ fn table(rows: &[Row], config: &Config, samples: &[Sample], machine: &str) -> St
         config.resync_flag
     ));
     out.push_str(
-        "| operator | CRs | all created | converged | reconciles | requests/CR (metrics: reads + writes) | audit/CR: get, list | audit/CR: writes (children + status + events) | idle resync: reconciles, writes | idle touch: reconciles, writes | RSS: start, peak, idle | CPU to converge |\n",
+        "| operator | CRs | load at start | all created | converged | reconciles | requests/CR (metrics: reads + writes) | audit/CR: get, list | audit/CR: writes (children + status + events; rejected in all) | expected writes/CR (children + status + events) | idle resync: reconciles, writes | idle touch: reconciles, writes | cached objects | RSS: start, converged, peak, idle | CPU to converge |\n",
     );
-    out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for row in rows {
         let a = &row.audit;
+        let e = &row.expected;
         let requests = row.requests.map_or_else(
             || "–".into(),
             |r| format!("{:.1} + {:.1}", r.reads as f64 / row.crs as f64, r.writes as f64 / row.crs as f64),
         );
         out.push_str(&format!(
-            "| {} | {} | {:.1} s | {:.1} s | {} | {} | {}, {} | {} ({} + {} + {}) | {} | {} | {:.0}, {:.0}, {:.0} MiB | {:.1} s |\n",
+            "| {} | {} | {:.1} | {:.1} s | {:.1} s | {} | {} | {}, {} | {} ({} + {} + {}; {} rejected) | {} ({} + {} + {}) | {} | {} | {} | {:.0}, {:.0}, {:.0}, {:.0} MiB | {:.1} s |\n",
             row.flavor.label(),
             row.crs,
+            row.load_at_start,
             row.applied.as_secs_f64(),
             row.converged.as_secs_f64(),
             row.reconciles,
@@ -816,11 +897,18 @@ fn table(rows: &[Row], config: &Config, samples: &[Sample], machine: &str) -> St
             per_cr(a.child_writes, row.crs),
             per_cr(a.status_writes, row.crs),
             per_cr(a.event_writes, row.crs),
+            a.rejected_writes,
+            per_cr(e.total(), row.crs),
+            per_cr(e.children, row.crs),
+            per_cr(e.statuses, row.crs),
+            per_cr(e.events, row.crs),
             idle_cell(row.resync.as_ref()),
             idle_cell(Some(&row.touch)),
-            row.start_rss_kib as f64 / 1024.0,
-            row.peak_rss_kib as f64 / 1024.0,
-            row.idle_rss_kib as f64 / 1024.0,
+            row.cached_objects,
+            mib(row.start_rss_kib),
+            mib(row.converged_rss_kib),
+            mib(row.peak_rss_kib),
+            mib(row.idle_rss_kib),
             row.cpu_to_converge,
         ));
     }
