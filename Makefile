@@ -27,7 +27,7 @@ TEST_MODULES := $(TEST_MODULE) $(TEST_MODULE_VARIANTS) $(PY_MODULE)
 .PHONY: playground playground-serve test-embeddings test-browser test-python-module lint
 .PHONY: test-controllers bench-controllers metacontroller
 .PHONY: helm
-.PHONY: go-operator oci-registry
+.PHONY: go-operator oci-registry cosign
 
 all: build
 
@@ -71,7 +71,7 @@ lint:
 
 ## test: every test, from a fresh clone (installs what is missing first).
 ## Every suite runs even when an earlier one fails; the exit status says if any did.
-test: build $(TEST_MODULES) $(CONTROL_PLANE) helm go-operator oci-registry
+test: build $(TEST_MODULES) $(CONTROL_PLANE) helm go-operator oci-registry cosign
 	@status=0; \
 	$(MAKE) --no-print-directory lint || status=1; \
 	$(CARGO) test --release --workspace --no-fail-fast || status=1; \
@@ -207,6 +207,11 @@ go-operator:
 ## repo; prints its path (REGISTRY_BINARY=path skips the build). The LogicModule tests run it on loopback.
 oci-registry:
 	@bash scripts/registry.sh
+
+## cosign: build (or find) sigstore's cosign CLI (tests/cosign/go.mod), cached outside the repo; prints its
+## path (COSIGN_BINARY=path skips the build). tests/module_signature.rs signs modules with it.
+cosign:
+	@bash scripts/cosign.sh
 
 ## envtest: build (or find) etcd, kube-apiserver, kube-controller-manager, kubectl, kube-scheduler and kwok;
 ## prints the folder

@@ -10,11 +10,13 @@
 //! - `slot`: the module a controller runs now, swappable at run time.
 //! - `source`: a module file, watched for a new version.
 //! - `oci`: modules pulled from (and pushed to) OCI registries.
+//! - `signature`: their cosign signatures, checked against a public key.
 
 mod contract;
 mod engine;
 mod logic_module;
 pub mod oci;
+pub mod signature;
 mod slot;
 mod source;
 mod wasi;

@@ -3,22 +3,26 @@
 //! whose one layer is the component, `application/wasm`. A pull is pinned by
 //! the manifest's digest (checked by the client against the manifest's
 //! bytes), and the layer's bytes are checked against the digest the
-//! manifest names, so what runs is exactly what was pushed.
+//! manifest names, so what runs is exactly what was pushed. A module's
+//! cosign signatures (`signature`) are read from the same repository.
 
 use std::collections::BTreeMap;
 
 use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
-use oci_client::manifest::{OCI_IMAGE_MEDIA_TYPE, OciImageManifest};
+use oci_client::manifest::{IMAGE_MANIFEST_MEDIA_TYPE, OCI_IMAGE_MEDIA_TYPE, OciImageManifest};
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
 
 use super::logic_module::digest;
+use super::signature::{PublicKey, SIGNATURE_ANNOTATION, SIMPLE_SIGNING_MEDIA_TYPE, SignatureError, SignedPayload};
 
 pub const WASM_CONFIG_MEDIA_TYPE: &str = "application/vnd.wasm.config.v0+json";
 pub const WASM_LAYER_MEDIA_TYPE: &str = "application/wasm";
 /// The largest module a pull accepts, before downloading it. The Memcached
 /// component is ~1 MiB, a Python one ~40 MiB.
 pub const MAX_MODULE_BYTES: i64 = 128 << 20;
+/// The largest signature payload read (cosign's are a few hundred bytes).
+const MAX_PAYLOAD_BYTES: i64 = 64 << 10;
 
 #[derive(Debug, thiserror::Error)]
 pub enum OciError {
@@ -123,6 +127,57 @@ impl Registry {
         Ok(Pulled { bytes, pinned: pinned(&parsed, &manifest_digest), digest: layer_digest })
     }
 
+    /// Checks that the image `pinned` (a reference pinned by its manifest's
+    /// digest, as [`Pulled::pinned`]) carries a cosign signature by `key`.
+    pub async fn verify_signed(&self, pinned: &str, key: &PublicKey) -> Result<(), SignatureError> {
+        let fetch = |error| SignatureError::Fetch { reference: pinned.to_owned(), error: Box::new(error) };
+        let parsed = parse(pinned).map_err(fetch)?;
+        let Some(manifest_digest) = parsed.digest() else {
+            return Err(fetch(OciError::TagWithoutDigest { reference: pinned.to_owned() }));
+        };
+        let signatures = self.signatures(&parsed, manifest_digest).await.map_err(fetch)?;
+        key.verify(pinned, manifest_digest, &signatures)
+    }
+
+    /// The simple-signing layers under the signature tag of
+    /// `manifest_digest` in `image`'s repository; none when there is no
+    /// such tag.
+    async fn signatures(&self, image: &Reference, manifest_digest: &str) -> Result<Vec<SignedPayload>, OciError> {
+        let tag = super::signature::signature_tag(manifest_digest);
+        let reference = Reference::with_tag(image.registry().to_owned(), image.repository().to_owned(), tag);
+        let name = reference.whole();
+        let auth = self.auth(&reference);
+        // cosign writes an OCI manifest; older versions a Docker v2 one.
+        let accepted = [OCI_IMAGE_MEDIA_TYPE, IMAGE_MANIFEST_MEDIA_TYPE];
+        let raw = match self.client.pull_manifest_raw(&reference, &auth, &accepted).await {
+            Ok((raw, _)) => raw,
+            Err(error) if not_found(&error) => return Ok(Vec::new()),
+            Err(error) => return Err(pull_error(&name, error)),
+        };
+        let manifest: OciImageManifest = serde_json::from_slice(&raw).map_err(|error| OciError::NotAWasmArtifact {
+            reference: name.clone(),
+            problem: format!("its manifest is not an OCI image manifest: {error}"),
+        })?;
+        let mut signatures = Vec::new();
+        for layer in manifest.layers.iter().filter(|l| l.media_type == SIMPLE_SIGNING_MEDIA_TYPE) {
+            if layer.size > MAX_PAYLOAD_BYTES {
+                return Err(OciError::TooLarge { reference: name, size: layer.size });
+            }
+            let mut payload = Vec::new();
+            self.client.pull_blob(&reference, layer, &mut payload).await.map_err(|e| pull_error(&name, e))?;
+            if digest(&payload) != layer.digest {
+                return Err(OciError::DigestMismatch {
+                    reference: name,
+                    expected: layer.digest.clone(),
+                    actual: digest(&payload),
+                });
+            }
+            let signature = layer.annotations.as_ref().and_then(|a| a.get(SIGNATURE_ANNOTATION)).cloned();
+            signatures.push(SignedPayload { payload, signature });
+        }
+        Ok(signatures)
+    }
+
     /// Publishes `component` at `reference` (a tag or a repository) and
     /// answers the reference pinned by the manifest's digest.
     pub async fn push(&self, component: Vec<u8>, reference: &str) -> Result<String, OciError> {
@@ -154,6 +209,20 @@ fn pull_error(reference: &str, error: oci_client::errors::OciDistributionError) 
             OciError::DigestMismatch { reference: reference.to_owned(), expected, actual }
         }
         error => OciError::Pull { reference: reference.to_owned(), error },
+    }
+}
+
+/// The registry has no such manifest (or repository).
+fn not_found(error: &oci_client::errors::OciDistributionError) -> bool {
+    use oci_client::errors::{OciDistributionError, OciErrorCode};
+    match error {
+        OciDistributionError::ImageManifestNotFoundError(_) | OciDistributionError::ServerError { code: 404, .. } => {
+            true
+        }
+        OciDistributionError::RegistryError { envelope, .. } => {
+            envelope.errors.iter().any(|e| matches!(e.code, OciErrorCode::ManifestUnknown | OciErrorCode::NameUnknown))
+        }
+        _ => false,
     }
 }
 

@@ -27,6 +27,7 @@ use tokio::sync::watch;
 use super::Context;
 use super::hot_swap::{self, Offered, Refusal, Rollback, SwapState};
 use crate::modules::oci::{OciError, Pulled, Registry};
+use crate::modules::signature::{self, PublicKey};
 use crate::modules::{LogicModule, ModuleEngine, ModuleSlot, ModuleSource};
 
 pub const GROUP: &str = "wasm-operator.c5c3.io";
@@ -65,6 +66,16 @@ pub struct Spec {
     pub image: String,
     #[serde(default)]
     pub allow_tag: bool,
+    /// When set, only an image signed with this key is loaded.
+    #[serde(default)]
+    pub verification: Option<Verification>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Verification {
+    /// A cosign public key, PEM (cosign.pub).
+    pub public_key: String,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
@@ -119,11 +130,16 @@ pub async fn serving_version(
         }
     };
     let status = status_of(&resource);
+    let verification = spec_of(&resource).verification;
     let (reference, digest) = (status.active_reference?, status.active_digest?);
     let loaded = async {
         let pulled = registry.pull(&reference, false).await.map_err(|e| e.to_string())?;
         if pulled.digest != digest {
             return Err(format!("it is {}, not the {digest} that served", pulled.digest));
+        }
+        if let Some(verification) = verification {
+            let key = PublicKey::from_pem(&verification.public_key).map_err(|e| e.to_string())?;
+            registry.verify_signed(&pulled.pinned, &key).await.map_err(|e| e.to_string())?;
         }
         let engine = engine.clone();
         tokio::task::spawn_blocking(move || {
@@ -242,11 +258,22 @@ impl Follower {
         let stale = match &self.fetched {
             None => true,
             Some(fetched) if fetched.spec != spec => true,
-            // A failed pull is tried again, and a tag resolved again.
-            Some(fetched) => look_again && (fetched.outcome.is_err() || spec.allow_tag),
+            // A failed pull is tried again, and a tag resolved again; an
+            // image refused for its signature may have been signed since.
+            Some(fetched) => look_again && (fetched.outcome.is_err() || spec.allow_tag || unsigned(fetched)),
         };
         if stale {
-            self.fetched = Some(self.fetch(spec).await);
+            let fetched = self.fetch(spec).await;
+            if self
+                .fetched
+                .as_ref()
+                .is_some_and(|old| unsigned(old) && (old.spec != fetched.spec || !unsigned(&fetched)))
+            {
+                // A signature refusal holds for its spec's key and the
+                // signatures then: decide again.
+                self.decided = None;
+            }
+            self.fetched = Some(fetched);
         }
         let Some(ctx) = ctx else { return };
         let rollback = self.swap.last_rollback();
@@ -302,6 +329,20 @@ impl Follower {
         current.then(|| rolled_back.message.clone())
     }
 
+    /// When `spec` names a public key: that the image `pinned` carries a
+    /// cosign signature by it, checked before its bytes are compiled.
+    async fn check_signature(&self, spec: &Spec, pinned: &str) -> Result<(), Refusal> {
+        let Some(verification) = &spec.verification else { return Ok(()) };
+        let checked = match PublicKey::from_pem(&verification.public_key) {
+            Ok(key) => self.options.registry.verify_signed(pinned, &key).await,
+            Err(error) => Err(error),
+        };
+        checked.map_err(|error| {
+            tracing::warn!(module = self.name, reference = pinned, error = %error, "refusing a module version: its signature does not check");
+            Refusal { reason: error.reason(), message: error.to_string() }
+        })
+    }
+
     /// Pulls and compiles what `spec` names (on any replica: a standby
     /// compiles ahead).
     async fn fetch(&self, spec: Spec) -> Fetched {
@@ -316,11 +357,14 @@ impl Follower {
                 let swap = self.swap.clone();
                 let engine = self.slot.current().engine().clone();
                 let source = ModuleSource::Registry(pinned.clone());
-                let module = tokio::task::spawn_blocking(move || swap.load(&engine, source, &bytes, false))
-                    .await
-                    .unwrap_or_else(|panic| {
-                        Err(Refusal { reason: "VerificationStopped", message: format!("loading stopped: {panic}") })
-                    });
+                let signed = self.check_signature(&spec, &pinned).await;
+                let module = tokio::task::spawn_blocking(move || {
+                    signed.and_then(|()| swap.load(&engine, source, &bytes, false))
+                })
+                .await
+                .unwrap_or_else(|panic| {
+                    Err(Refusal { reason: "VerificationStopped", message: format!("loading stopped: {panic}") })
+                });
                 Ok(Loaded { pinned, digest, module })
             }
         };
@@ -442,6 +486,11 @@ impl Follower {
     }
 }
 
+/// Whether the fetched version was refused for its signature.
+fn unsigned(fetched: &Fetched) -> bool {
+    matches!(&fetched.outcome, Ok(Loaded { module: Err(refusal), .. }) if signature::REASONS.contains(&refusal.reason))
+}
+
 fn fetch_reason(error: &OciError) -> &'static str {
     match error {
         OciError::BadReference { .. } => "BadReference",
@@ -535,6 +584,9 @@ mod tests {
             "spec": {"image": "127.0.0.1:5000/m@sha256:00"}
         }))
         .expect("a LogicModule");
-        assert_eq!(spec_of(&resource), Spec { image: "127.0.0.1:5000/m@sha256:00".into(), allow_tag: false });
+        assert_eq!(
+            spec_of(&resource),
+            Spec { image: "127.0.0.1:5000/m@sha256:00".into(), allow_tag: false, verification: None }
+        );
     }
 }
