@@ -129,6 +129,42 @@ async fn an_unchanged_cr_costs_no_write_at_all() {
     assert_eq!(after, status, "the status did not change");
 }
 
+/// Waits until `operator` has made no reconcile for a second, and says how
+/// many it made.
+async fn settled(operator: &Running) -> u64 {
+    eventually("the operator to go idle", || async {
+        let before = operator.reconciles("success") + operator.reconciles("error");
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+        let after = operator.reconciles("success") + operator.reconciles("error");
+        (after == before).then_some(after)
+    })
+    .await
+}
+
+/// Its own writes (six children, a status) come back as watch events; they
+/// wake no reconcile: one created CR costs one reconcile. A change made by
+/// someone else still does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn its_own_writes_wake_no_reconcile_and_other_changes_do() {
+    let ns = TestNamespace::new("echo").await;
+    create_everything_secrets(&ns).await;
+    let operator = ns.start_operator().await;
+    ns.create_memcached("echo", everything_spec()).await;
+    assert_eq!(converged(&ns, "echo").await.len(), 6);
+    ns.wait_status("echo", |s| s["conditions"].is_array()).await;
+    assert_eq!(settled(&operator).await, 1, "seven writes, one reconcile");
+    assert_eq!(operator.reconciles("error"), 0);
+
+    let labelled = json!({"metadata": {"labels": {"edited-by": "someone-else"}}});
+    let services = ns.api(&resource_of("Service"));
+    services.patch("echo", &PatchParams::default(), &Patch::Merge(&labelled)).await.expect("labelling the Service");
+    eventually("a reconcile for the edited Service", || async {
+        (operator.reconciles("success") >= 2).then_some(())
+    })
+    .await;
+    assert_eq!(settled(&operator).await, 2, "one edit, one reconcile");
+}
+
 /// One row of the runtime-behaviour tables: a spec, which optional kinds
 /// must exist, and a check of the live objects.
 struct Row {

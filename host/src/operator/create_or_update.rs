@@ -80,10 +80,12 @@ pub async fn create_or_update(
         }
         let desired_object: DynamicObject = serde_json::from_value(desired)
             .map_err(|source| ReconcileError::InvalidOutput { problem: format!("{} {name}: {source}", kind.name()) })?;
-        let result = match &current {
-            Some(_) => api.replace(&name, &params, &desired_object).await.map(|o| (Outcome::Updated, o)),
-            None => api.create(&params, &desired_object).await.map(|o| (Outcome::Created, o)),
+        let (outcome, request) = match &current {
+            Some(_) => (Outcome::Updated, futures::future::Either::Left(api.replace(&name, &params, &desired_object))),
+            None => (Outcome::Created, futures::future::Either::Right(api.create(&params, &desired_object))),
         };
+        let result =
+            ctx.own_write(kind, parent.namespace, &name, parent.name, request).await.map(|object| (outcome, object));
         match result {
             Ok((outcome, object)) => {
                 tracing::info!(

@@ -2,22 +2,112 @@
 //! object, and Warnings for an invalid spec or a failed reconcile; and on a
 //! LogicModule, what became of a new module version.
 
-use k8s_openapi::api::core::v1::ObjectReference;
-use kube::Client;
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{HashMap, VecDeque};
+use std::hash::{Hash, Hasher};
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
+use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::api::events::v1::{Event, EventSeries};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use kube::Client;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use serde_json::json;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum EventType {
+    Normal,
+    Warning,
+}
+
+impl EventType {
+    fn as_str(self) -> &'static str {
+        match self {
+            EventType::Normal => "Normal",
+            EventType::Warning => "Warning",
+        }
+    }
+}
+
+/// How long a repeat of an event extends the earlier one's series instead
+/// of making a new Event (client-go and kube-runtime use 6 minutes).
+const SERIES_WINDOW: Duration = Duration::from_secs(6 * 60);
+/// Most series remembered; past it the oldest is forgotten early (its next
+/// repeat then makes a new Event), so memory stays bounded at any scale.
+const MAX_SERIES: usize = 50_000;
+
+/// Publishes events.k8s.io/v1 Events, folding repeats of the same event
+/// (same object, reason, action, related object and type) within
+/// [`SERIES_WINDOW`] into a series. Unlike kube-runtime's `Recorder`, whose
+/// cache keeps whole Events and is walked on every publish, this keeps a
+/// few words per series and does O(1) work per event.
 pub struct Events {
-    recorder: Recorder,
+    client: Client,
+    controller: String,
+    instance: String,
+    series: Mutex<SeriesCache>,
+}
+
+/// The Event a series lives in, and how often it happened.
+struct Series {
+    namespace: String,
+    name: String,
+    count: i32,
+    last: Instant,
+}
+
+#[derive(Default)]
+struct SeriesCache {
+    by_key: HashMap<u64, Series>,
+    /// Keys by when they last happened, oldest first; an entry whose time
+    /// no longer matches its series is stale and skipped.
+    order: VecDeque<(Instant, u64)>,
+}
+
+impl SeriesCache {
+    /// Forgets series older than the window, or the oldest beyond `max`.
+    fn expire(&mut self, now: Instant, max: usize) {
+        while let Some(&(at, key)) = self.order.front() {
+            let current = self.by_key.get(&key).is_some_and(|s| s.last == at);
+            if current && now.duration_since(at) < SERIES_WINDOW && self.by_key.len() <= max {
+                break;
+            }
+            self.order.pop_front();
+            if current {
+                self.by_key.remove(&key);
+            }
+        }
+    }
+
+    /// The next count of `key`'s series and its Event, if it has one.
+    fn repeat(&mut self, key: u64, now: Instant) -> Option<(String, String, i32)> {
+        let series = self.by_key.get_mut(&key)?;
+        series.count += 1;
+        series.last = now;
+        self.order.push_back((now, key));
+        Some((series.namespace.clone(), series.name.clone(), series.count))
+    }
+
+    fn started(&mut self, key: u64, namespace: String, name: String, now: Instant) {
+        self.by_key.insert(key, Series { namespace, name, count: 1, last: now });
+        self.order.push_back((now, key));
+    }
 }
 
 impl Events {
     pub fn new(client: Client, controller: &str, instance: Option<String>) -> Self {
-        Self { recorder: Recorder::new(client, Reporter { controller: controller.to_owned(), instance }) }
+        Self {
+            client,
+            controller: controller.to_owned(),
+            instance: instance.unwrap_or_else(|| controller.to_owned()),
+            series: Mutex::default(),
+        }
     }
 
     /// A change to a child. The child is the event's `related` object, which
-    /// also keeps the recorder from folding "Created Service" into an earlier
-    /// "Created Deployment" as one series.
+    /// also keeps "Created Service" from folding into an earlier "Created
+    /// Deployment" as one series.
     pub async fn child_changed(
         &self,
         regarding: &ObjectReference,
@@ -50,15 +140,96 @@ impl Events {
         reason: &str,
         action: &str,
         note: String,
-        secondary: Option<ObjectReference>,
+        related: Option<ObjectReference>,
     ) {
-        // The API server refuses notes over 1 kB.
-        let note = truncate(note, 1000);
-        let event = Event { type_, reason: reason.to_owned(), note: Some(note), action: action.to_owned(), secondary };
-        if let Err(error) = self.recorder.publish(&event, regarding).await {
+        let key = series_key(regarding, type_, reason, action, related.as_ref());
+        let now = Instant::now();
+        let repeat = {
+            let mut series = self.series.lock().unwrap_or_else(PoisonError::into_inner);
+            series.expire(now, MAX_SERIES);
+            series.repeat(key, now)
+        };
+        let result = match repeat {
+            Some((namespace, name, count)) => self.extend_series(&namespace, &name, count).await,
+            None => {
+                // Cluster-scoped objects' events go to `default`, as kubectl looks for them.
+                let namespace = regarding.namespace.clone().unwrap_or_else(|| "default".to_owned());
+                let event = self.event(regarding, type_, reason, action, note, related, &namespace);
+                let created = Api::<Event>::namespaced(self.client.clone(), &namespace)
+                    .create(&PostParams::default(), &event)
+                    .await;
+                if let (Ok(_), Some(name)) = (&created, event.metadata.name) {
+                    self.series.lock().unwrap_or_else(PoisonError::into_inner).started(key, namespace, name, now);
+                }
+                created.map(drop)
+            }
+        };
+        if let Err(error) = result {
             tracing::warn!(reason, error = %error, "could not record an event");
         }
     }
+
+    async fn extend_series(&self, namespace: &str, name: &str, count: i32) -> Result<(), kube::Error> {
+        let patch = json!({ "series": EventSeries { count, last_observed_time: MicroTime(jiff::Timestamp::now()) } });
+        Api::<Event>::namespaced(self.client.clone(), namespace)
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map(drop)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn event(
+        &self,
+        regarding: &ObjectReference,
+        type_: EventType,
+        reason: &str,
+        action: &str,
+        note: String,
+        related: Option<ObjectReference>,
+        namespace: &str,
+    ) -> Event {
+        let now = jiff::Timestamp::now();
+        let regarding_name = regarding.name.as_deref().unwrap_or(&self.controller);
+        Event {
+            action: Some(action.to_owned()),
+            reason: Some(reason.to_owned()),
+            // The API server refuses notes over 1 kB.
+            note: Some(truncate(note, 1000)),
+            event_time: Some(MicroTime(now)),
+            regarding: Some(regarding.clone()),
+            related,
+            metadata: ObjectMeta {
+                namespace: Some(namespace.to_owned()),
+                name: Some(format!("{regarding_name}.{:x}", now.as_nanosecond())),
+                ..ObjectMeta::default()
+            },
+            reporting_controller: Some(self.controller.clone()),
+            reporting_instance: Some(self.instance.clone()),
+            type_: Some(type_.as_str().to_owned()),
+            ..Event::default()
+        }
+    }
+}
+
+/// What makes two events one series: the object, type, reason, action and
+/// related object (the note may differ, as in client-go).
+fn series_key(
+    regarding: &ObjectReference,
+    type_: EventType,
+    reason: &str,
+    action: &str,
+    related: Option<&ObjectReference>,
+) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    let identity = |reference: &ObjectReference, hasher: &mut DefaultHasher| {
+        (&reference.api_version, &reference.kind, &reference.namespace, &reference.name, &reference.uid).hash(hasher);
+    };
+    identity(regarding, &mut hasher);
+    (type_, reason, action).hash(&mut hasher);
+    if let Some(related) = related {
+        identity(related, &mut hasher);
+    }
+    hasher.finish()
 }
 
 fn truncate(mut text: String, max: usize) -> String {
@@ -75,6 +246,57 @@ fn truncate(mut text: String, max: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn series_fold_repeats_and_expire_by_age_and_number() {
+        let mut cache = SeriesCache::default();
+        let start = Instant::now();
+        assert_eq!(cache.repeat(1, start), None, "a first event starts no series by itself");
+        cache.started(1, "ns".into(), "web.1".into(), start);
+        cache.started(2, "ns".into(), "web.2".into(), start);
+        let later = start + Duration::from_secs(60);
+        assert_eq!(cache.repeat(1, later), Some(("ns".into(), "web.1".into(), 2)));
+        assert_eq!(cache.repeat(1, later), Some(("ns".into(), "web.1".into(), 3)));
+
+        // Past the window after its last repeat, a series is forgotten.
+        cache.expire(start + SERIES_WINDOW + Duration::from_secs(1), MAX_SERIES);
+        assert!(!cache.by_key.contains_key(&2), "2 was last seen at the start");
+        assert!(cache.by_key.contains_key(&1), "1 was repeated a minute later");
+        cache.expire(later + SERIES_WINDOW, MAX_SERIES);
+        assert!(cache.by_key.is_empty());
+        assert!(cache.order.is_empty(), "stale order entries go too");
+
+        // Over the limit, the oldest go first.
+        for key in 0..10 {
+            cache.started(key, "ns".into(), format!("e.{key}"), start + Duration::from_millis(key));
+        }
+        cache.expire(start + Duration::from_secs(1), 4);
+        let mut kept: Vec<u64> = cache.by_key.keys().copied().collect();
+        kept.sort_unstable();
+        assert_eq!(kept, [6, 7, 8, 9]);
+    }
+
+    #[test]
+    fn the_related_object_and_reason_make_separate_series() {
+        let reference = |kind: &str, name: &str| ObjectReference {
+            kind: Some(kind.into()),
+            name: Some(name.into()),
+            namespace: Some("ns".into()),
+            ..ObjectReference::default()
+        };
+        let parent = reference("Memcached", "web");
+        let key = |reason, related: Option<&ObjectReference>| {
+            series_key(&parent, EventType::Normal, reason, "Create", related)
+        };
+        let deployment = reference("Deployment", "web");
+        let service = reference("Service", "web");
+        assert_eq!(key("Created", Some(&deployment)), key("Created", Some(&deployment)));
+        assert_ne!(key("Created", Some(&deployment)), key("Created", Some(&service)));
+        assert_ne!(key("Created", Some(&deployment)), key("Updated", Some(&deployment)));
+        assert_ne!(key("Created", None), key("Created", Some(&deployment)));
+    }
+
     #[test]
     fn long_notes_are_cut_on_a_character_boundary() {
         let note = "é".repeat(600);

@@ -44,6 +44,11 @@ impl Kind {
         &self.resource.kind
     }
 
+    /// `group/Kind`: names the kind in any version.
+    pub fn id(&self) -> String {
+        format!("{}/{}", self.resource.group, self.resource.kind)
+    }
+
     pub fn key(&self) -> KindKey {
         (self.resource.group.clone(), self.resource.version.clone(), self.resource.kind.clone())
     }

@@ -20,6 +20,7 @@ pub mod kinds;
 pub mod leader;
 pub mod logic_modules;
 pub mod metrics;
+mod own_writes;
 mod reconcile;
 pub mod references;
 mod status;
@@ -42,6 +43,7 @@ use caches::{Cache, CacheEvents, Caches};
 use kinds::{Kind, KindError, Kinds};
 use leader::{LeaderElection, LeaderElectionOptions, LeaderError};
 use metrics::{Metrics, ModuleMetrics};
+use own_writes::OwnWrites;
 use references::{ParentKey, ReferenceIndex, Related};
 
 #[derive(Clone, Debug)]
@@ -143,6 +145,8 @@ pub struct Context {
     requeue: mpsc::UnboundedSender<ObjectRef<DynamicObject>>,
     swap: Arc<hot_swap::SwapState>,
     swap_policy: hot_swap::SwapPolicy,
+    /// This module's own writes, so their watch events wake no reconcile.
+    own_writes: Arc<OwnWrites>,
 }
 
 impl Context {
@@ -178,12 +182,64 @@ impl Context {
         result
     }
 
+    /// Sends `request`, a write to `kind` `namespace/name` made by a
+    /// reconcile of `parent`, so that its echo wakes no reconcile: see
+    /// [`own_writes`]. A change by someone else seen meanwhile queues the
+    /// parent again.
+    async fn own_write(
+        &self,
+        kind: &Kind,
+        namespace: &str,
+        name: &str,
+        parent: &str,
+        request: impl Future<Output = kube::Result<DynamicObject>>,
+    ) -> kube::Result<DynamicObject> {
+        let mut in_flight = WriteInFlight {
+            ctx: self,
+            id: (kind.id(), namespace.to_owned(), name.to_owned()),
+            parent,
+            answered: false,
+        };
+        self.own_writes.writing(&in_flight.id);
+        let result = request.await;
+        in_flight.answer(result.as_ref().ok().and_then(|o| o.metadata.resource_version.as_deref()));
+        result
+    }
+
     /// Drops what is kept per parent (referenced objects, last status,
     /// retry delay) once the parent is gone.
     fn forget(&self, parent: &ParentKey) {
         self.references.remove(parent);
         self.status_memo.forget(parent);
         self.backoff.reset(parent);
+    }
+}
+
+/// A write on its way; dropped unanswered (the reconcile was cancelled), it
+/// counts as failed, so what it held is not lost.
+struct WriteInFlight<'a> {
+    ctx: &'a Context,
+    id: own_writes::ObjectId,
+    /// The parent whose reconcile writes, in the object's namespace.
+    parent: &'a str,
+    answered: bool,
+}
+
+impl WriteInFlight<'_> {
+    fn answer(&mut self, resource_version: Option<&str>) {
+        self.answered = true;
+        if self.ctx.own_writes.answered(&self.id, resource_version) == own_writes::Held::OtherChanges {
+            let parent = ObjectRef::new_with(self.parent, self.ctx.kinds.parent.resource.clone()).within(&self.id.1);
+            let _ = self.ctx.requeue.send(parent);
+        }
+    }
+}
+
+impl Drop for WriteInFlight<'_> {
+    fn drop(&mut self) {
+        if !self.answered {
+            self.answer(None);
+        }
     }
 }
 
@@ -224,6 +280,7 @@ struct Triggers {
     owned: Vec<Kind>,
     reads: Vec<Kind>,
     references: Arc<ReferenceIndex>,
+    own_writes: Arc<OwnWrites>,
     parents: mpsc::UnboundedSender<ObjectRef<DynamicObject>>,
     everything: mpsc::UnboundedSender<()>,
 }
@@ -245,6 +302,10 @@ impl CacheEvents for Triggers {
             }
         }
         if self.owned.iter().any(|k| k.key() == kind.key()) {
+            let id = (kind.id(), namespace.clone(), object.name_any());
+            if self.own_writes.is_echo(&id, object.resource_version().as_deref()) {
+                return;
+            }
             let controller = object
                 .owner_references()
                 .iter()
@@ -275,6 +336,7 @@ struct Prepared {
     owned: Vec<Arc<Cache>>,
     reads: Vec<Arc<Cache>>,
     references: Arc<ReferenceIndex>,
+    own_writes: Arc<OwnWrites>,
     requeue: mpsc::UnboundedSender<ObjectRef<DynamicObject>>,
     parents: mpsc::UnboundedReceiver<ObjectRef<DynamicObject>>,
     everything: mpsc::UnboundedReceiver<()>,
@@ -286,6 +348,7 @@ fn prepare(slot: ModuleSlot, caches: &Caches) -> Result<Prepared, OperatorError>
     let kinds = Kinds::from_manifest(module.manifest())
         .map_err(|source| OperatorError::Kinds { module: name.clone(), source })?;
     let references = Arc::new(ReferenceIndex::default());
+    let own_writes = Arc::new(OwnWrites::default());
     let (parents_tx, parents) = mpsc::unbounded_channel();
     let (everything_tx, everything) = mpsc::unbounded_channel();
     let triggers: Arc<dyn CacheEvents> = Arc::new(Triggers {
@@ -293,6 +356,7 @@ fn prepare(slot: ModuleSlot, caches: &Caches) -> Result<Prepared, OperatorError>
         owned: kinds.owned.clone(),
         reads: kinds.reads.clone(),
         references: references.clone(),
+        own_writes: own_writes.clone(),
         parents: parents_tx.clone(),
         everything: everything_tx,
     });
@@ -323,7 +387,19 @@ fn prepare(slot: ModuleSlot, caches: &Caches) -> Result<Prepared, OperatorError>
     // The version it starts on is kept compiled too: going back to it costs nothing.
     let swap = Arc::new(hot_swap::SwapState::default());
     swap.remember(module.clone());
-    Ok(Prepared { slot, swap, name, kinds, owned, reads, references, requeue: parents_tx, parents, everything })
+    Ok(Prepared {
+        slot,
+        swap,
+        name,
+        kinds,
+        owned,
+        reads,
+        references,
+        own_writes,
+        requeue: parents_tx,
+        parents,
+        everything,
+    })
 }
 
 /// Two modules reconciling one parent kind would fight over its children.
@@ -466,6 +542,7 @@ pub async fn run(
             requeue: prepared.requeue,
             swap: prepared.swap,
             swap_policy: options.swap_policy.clone(),
+            own_writes: prepared.own_writes,
         });
         leading.send_replace(Some(ctx.clone()));
         // A watched module file: new versions are offered for a swap.
@@ -548,14 +625,24 @@ fn controller_for(
     let parent_kind = ctx.kinds.parent.clone();
     let parent_store = parent_writer.as_reader();
     let forgetting = ctx.clone();
-    let parents =
-        reflector(parent_writer, watcher(parent_kind.watch_api(client, namespace), watcher::Config::default()))
-            .inspect_ok(move |event| {
-                if let Some(parent) = deleted_parent(event) {
-                    forgetting.forget(&parent);
-                }
-            })
-            .applied_objects();
+    let own_writes = ctx.own_writes.clone();
+    let parent_id = parent_kind.id();
+    // managedFields are most of a parent's bytes and no reconcile reads them.
+    let parent_watch = watcher(parent_kind.watch_api(client, namespace), watcher::Config::default())
+        .modify(|parent: &mut DynamicObject| parent.metadata.managed_fields = None);
+    let parents = reflector(parent_writer, parent_watch)
+        .inspect_ok(move |event| {
+            if let Some(parent) = deleted_parent(event) {
+                forgetting.forget(&parent);
+            }
+        })
+        .applied_objects()
+        // The store has it; a status the reconcile wrote itself wakes nothing.
+        .try_filter(move |parent| {
+            let id = (parent_id.clone(), parent.namespace().unwrap_or_default(), parent.name_any());
+            let echo = own_writes.is_echo(&id, parent.metadata.resource_version.as_deref());
+            std::future::ready(!echo)
+        });
     let module = ctx.module_name.clone();
     Controller::for_stream_with(parents, parent_store, parent_kind.resource.clone())
         .with_config(controller::Config::default().concurrency(concurrency))

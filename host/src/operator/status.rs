@@ -28,14 +28,19 @@ pub async fn write_status(
     }
     let key = (parent.namespace.to_owned(), parent.name.to_owned());
     let based_on = parent.object.metadata.resource_version.clone();
-    if ctx.status_memo.already_written(&key, based_on.as_deref(), &new) {
+    let written_hash = StatusMemo::hash(&text);
+    if ctx.status_memo.already_written(&key, based_on.as_deref(), written_hash) {
         // The cached parent predates our own last write of this very status
         // (a child's event woke us before the parent's did): nothing to do.
         return Ok(false);
     }
     let patch = json!({ "status": merge_patch(old, &new) });
     let api: Api<DynamicObject> = ctx.kinds.parent.api(&ctx.client, parent.namespace);
-    api.patch_status(parent.name, &patch_params(ctx), &Patch::Merge(&patch)).await.map_err(|source| {
+    let params = patch_params(ctx);
+    let patch = Patch::Merge(&patch);
+    let request = api.patch_status(parent.name, &params, &patch);
+    let parent_kind = &ctx.kinds.parent;
+    ctx.own_write(parent_kind, parent.namespace, parent.name, parent.name, request).await.map_err(|source| {
         ReconcileError::Api {
             verb: "patch status of",
             kind: ctx.kinds.parent.name().to_owned(),
@@ -44,7 +49,7 @@ pub async fn write_status(
             source: Box::new(source),
         }
     })?;
-    ctx.status_memo.wrote(key, based_on, new);
+    ctx.status_memo.wrote(key, based_on, written_hash);
     tracing::info!(module = ctx.module_name, kind = ctx.kinds.parent.name(), name = parent.name, "status updated");
     Ok(true)
 }
@@ -82,7 +87,10 @@ pub async fn write_stalled(
     };
     let patch = json!({ "status": { "conditions": conditions } });
     let api: Api<DynamicObject> = ctx.kinds.parent.api(&ctx.client, namespace);
-    api.patch_status(name, &patch_params(ctx), &Patch::Merge(&patch)).await.map_err(|source| ReconcileError::Api {
+    let params = patch_params(ctx);
+    let patch = Patch::Merge(&patch);
+    let request = api.patch_status(name, &params, &patch);
+    ctx.own_write(&ctx.kinds.parent, namespace, name, name, request).await.map_err(|source| ReconcileError::Api {
         verb: "patch status of",
         kind: ctx.kinds.parent.name().to_owned(),
         namespace: namespace.to_owned(),
@@ -128,20 +136,28 @@ fn with_stalled(
     Some(conditions)
 }
 
-/// The status last written per parent, and the parent resourceVersion it was
-/// computed from.
+/// The status last written per parent (a hash of the module's answer: a
+/// few bytes per parent, not the whole status), and the parent
+/// resourceVersion it was computed from.
 #[derive(Default)]
 pub struct StatusMemo {
-    written: std::sync::Mutex<std::collections::HashMap<ParentKey, (Option<String>, Value)>>,
+    written: std::sync::Mutex<std::collections::HashMap<ParentKey, (Option<String>, u64)>>,
 }
 
 impl StatusMemo {
-    fn already_written(&self, parent: &ParentKey, based_on: Option<&str>, status: &Value) -> bool {
-        let written = self.written.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        written.get(parent).is_some_and(|(rv, last)| rv.as_deref() == based_on && same_ignoring_nulls(last, status))
+    fn hash(status: &str) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        status.hash(&mut hasher);
+        hasher.finish()
     }
 
-    fn wrote(&self, parent: ParentKey, based_on: Option<String>, status: Value) {
+    fn already_written(&self, parent: &ParentKey, based_on: Option<&str>, status: u64) -> bool {
+        let written = self.written.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        written.get(parent).is_some_and(|(rv, last)| rv.as_deref() == based_on && *last == status)
+    }
+
+    fn wrote(&self, parent: ParentKey, based_on: Option<String>, status: u64) {
         self.written.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(parent, (based_on, status));
     }
 

@@ -1,0 +1,150 @@
+//! The writes reconciles make themselves. Each comes back a moment later as
+//! a watch event; reconciling the parent again for it would only find what
+//! the reconcile has just written, so it is recognised by its
+//! resourceVersion and dropped. Any other change to the object (another
+//! resourceVersion) triggers a reconcile as before.
+//!
+//! The echo may arrive before the write's answer does. So a write is
+//! announced before it is sent: events for that object meanwhile are held,
+//! and the answer decides: its own version is dropped, any other version
+//! (someone else's change) asks for a reconcile then. Entries live from a
+//! write to its echo, at most one per object.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+
+/// kind (`group/Kind`), namespace, name
+pub type ObjectId = (String, String, String);
+
+enum Expected {
+    /// A write is on its way; the versions seen meanwhile wait for its answer.
+    Pending { seen: Vec<String> },
+    /// Written at this version; its echo is still to come.
+    Written(String),
+}
+
+#[derive(Default)]
+pub struct OwnWrites {
+    expected: Mutex<HashMap<ObjectId, Expected>>,
+}
+
+/// What the answer to a write means for the events held meanwhile.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Held {
+    /// Nothing, or only the write's own echo.
+    Nothing,
+    /// Someone else's change: the parent needs another reconcile.
+    OtherChanges,
+}
+
+impl OwnWrites {
+    /// A write to `id` is about to be sent.
+    pub fn writing(&self, id: &ObjectId) {
+        let mut expected = self.expected.lock().unwrap_or_else(PoisonError::into_inner);
+        expected.insert(id.clone(), Expected::Pending { seen: Vec::new() });
+    }
+
+    /// The write to `id` was answered: the object is now at
+    /// `resource_version`, or (`None`) the write failed.
+    pub fn answered(&self, id: &ObjectId, resource_version: Option<&str>) -> Held {
+        let mut expected = self.expected.lock().unwrap_or_else(PoisonError::into_inner);
+        let seen = match expected.remove(id) {
+            Some(Expected::Pending { seen }) => seen,
+            // Announced by another write, or superseded: nothing held here.
+            Some(written @ Expected::Written(_)) => {
+                expected.insert(id.clone(), written);
+                return Held::Nothing;
+            }
+            None => Vec::new(),
+        };
+        let Some(resource_version) = resource_version else {
+            return if seen.is_empty() { Held::Nothing } else { Held::OtherChanges };
+        };
+        if !seen.iter().any(|version| version == resource_version) {
+            // The echo is still to come.
+            expected.insert(id.clone(), Expected::Written(resource_version.to_owned()));
+        }
+        if seen.iter().any(|version| version != resource_version) { Held::OtherChanges } else { Held::Nothing }
+    }
+
+    /// Whether this watch event should wake no reconcile now: the echo of a
+    /// write, or an event held until a write's answer decides.
+    pub fn is_echo(&self, id: &ObjectId, resource_version: Option<&str>) -> bool {
+        let mut expected = self.expected.lock().unwrap_or_else(PoisonError::into_inner);
+        if expected.is_empty() {
+            return false;
+        }
+        match (expected.get_mut(id), resource_version) {
+            (Some(Expected::Pending { seen }), Some(version)) => {
+                seen.push(version.to_owned());
+                true
+            }
+            (Some(Expected::Written(written)), Some(version)) => {
+                let echo = written == version;
+                // Either way the entry is done: a later version supersedes it.
+                expected.remove(id);
+                echo
+            }
+            _ => false,
+        }
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.expected.lock().unwrap_or_else(PoisonError::into_inner).len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(kind: &str, name: &str) -> ObjectId {
+        (kind.to_owned(), "ns".to_owned(), name.to_owned())
+    }
+
+    #[test]
+    fn the_echo_after_the_answer_is_dropped_once_and_nothing_else_is() {
+        let writes = OwnWrites::default();
+        let web = id("apps/Deployment", "web");
+        writes.writing(&web);
+        assert_eq!(writes.answered(&web, Some("10")), Held::Nothing);
+        assert!(!writes.is_echo(&id("apps/Deployment", "other"), Some("10")), "another object");
+        assert!(!writes.is_echo(&id("/Service", "web"), Some("10")), "another kind");
+        assert!(writes.is_echo(&web, Some("10")));
+        assert!(!writes.is_echo(&web, Some("10")), "an echo is dropped once");
+        assert_eq!(writes.len(), 0);
+
+        // Someone else changed it before our echo arrived: that change counts.
+        writes.writing(&web);
+        assert_eq!(writes.answered(&web, Some("12")), Held::Nothing);
+        assert!(!writes.is_echo(&web, Some("13")));
+        assert_eq!(writes.len(), 0, "a later version supersedes the entry");
+    }
+
+    #[test]
+    fn events_before_the_answer_are_held_and_the_answer_decides() {
+        let writes = OwnWrites::default();
+        let web = id("apps/Deployment", "web");
+
+        // The echo first: held, then recognised; nothing is left behind.
+        writes.writing(&web);
+        assert!(writes.is_echo(&web, Some("10")));
+        assert_eq!(writes.answered(&web, Some("10")), Held::Nothing);
+        assert_eq!(writes.len(), 0);
+
+        // Someone else's change held while ours was on its way: reconcile.
+        writes.writing(&web);
+        assert!(writes.is_echo(&web, Some("11")));
+        assert_eq!(writes.answered(&web, Some("12")), Held::OtherChanges);
+        assert!(writes.is_echo(&web, Some("12")), "our own echo is still expected");
+
+        // A failed write releases what it held.
+        writes.writing(&web);
+        assert_eq!(writes.answered(&web, None), Held::Nothing);
+        writes.writing(&web);
+        assert!(writes.is_echo(&web, Some("14")));
+        assert_eq!(writes.answered(&web, None), Held::OtherChanges);
+        assert_eq!(writes.len(), 0);
+    }
+}
