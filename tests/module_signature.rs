@@ -5,7 +5,8 @@
 //! operator runs in this process against the real API server. Refused, with
 //! v1 serving and nothing written: an image signed with another key, a key
 //! that is not one, an unsigned image. That image, once signed with the
-//! key, goes live by itself.
+//! key, goes live by itself. A restart comes up on it again, its signature
+//! checked again, but not once the resource trusts another key only.
 
 // Shared with tests that use all of it (blob_file, storage).
 #[allow(dead_code)]
@@ -149,7 +150,7 @@ async fn a_logic_module_naming_a_public_key_loads_only_images_signed_with_it() {
     let dir = temp_dir("keys");
     let cosign = Cosign { binary: cosign_binary(), dir: dir.clone() };
     let trusted = cosign.generate_key_pair("trusted");
-    cosign.generate_key_pair("other");
+    let other_key = cosign.generate_key_pair("other");
 
     let registry = OciRegistry::start("module-signature");
     let oci = Registry::new(RegistryOptions { insecure: vec![registry.address.clone()], ..RegistryOptions::default() });
@@ -199,18 +200,21 @@ async fn a_logic_module_naming_a_public_key_loads_only_images_signed_with_it() {
     .expect("a LogicModule");
     logic_modules.create(&PostParams::default(), &resource).await.expect("creating the LogicModule");
 
-    let mut options = options(&ns.namespace);
-    options.swap_policy =
-        SwapPolicy { poll_interval: Duration::from_millis(100), rollout_per_second: 200, ..SwapPolicy::default() };
-    options.logic_modules = Some(LogicModuleOptions {
-        registry: Arc::new(Registry::new(RegistryOptions {
-            insecure: vec![registry.address.clone()],
-            ..RegistryOptions::default()
-        })),
-        poll_interval: Duration::from_millis(500),
-    });
-    let client = plane.client(control_plane::User::Operator).await.expect("a client");
-    let running = Running::start_slots(client, vec![ModuleSlot::new(v1_module)], options);
+    let options = || {
+        let mut options = options(&ns.namespace);
+        options.swap_policy =
+            SwapPolicy { poll_interval: Duration::from_millis(100), rollout_per_second: 200, ..SwapPolicy::default() };
+        options.logic_modules = Some(LogicModuleOptions {
+            registry: Arc::new(Registry::new(RegistryOptions {
+                insecure: vec![registry.address.clone()],
+                ..RegistryOptions::default()
+            })),
+            poll_interval: Duration::from_millis(500),
+        });
+        options
+    };
+    let client = || plane.client(control_plane::User::Operator);
+    let running = Running::start_slots(client().await.expect("a client"), vec![ModuleSlot::new(v1_module)], options());
     let swaps = |result: &str| running.metric("wasm_operator_module_swaps_total", &format!("result=\"{result}\""));
 
     // v1, signed with the key: verified, and serving as it was.
@@ -264,6 +268,29 @@ async fn a_logic_module_naming_a_public_key_loads_only_images_signed_with_it() {
     assert_eq!(swaps("refused"), 3, "the signed version is not counted as refused again");
 
     running.stop().await.expect("a clean stop");
+
+    // Restarted from the v1 file: it comes up on v2, the version that was
+    // serving, its signature checked again.
+    let start = || async {
+        Running::start_slots(client().await.expect("a client"), vec![ModuleSlot::new(load("greeting.wasm"))], options())
+    };
+    let restarted = start().await;
+    let v2_only = vec![v2_digest.clone()];
+    eventually("v2 serving after the restart", || async { (active_digests(&restarted) == v2_only).then_some(()) })
+        .await;
+    restarted.stop().await.expect("a clean stop");
+
+    // Restarted when the resource trusts another key only: v2 is not taken
+    // back up, and refused as offered; the given v1 serves.
+    set_spec(&logic_modules, json!({"verification": {"publicKey": other_key}})).await.expect("another key");
+    let restarted = start().await;
+    let status = wait_logic_module(&logic_modules, "v2 refused after the restart", |s| {
+        has(s, "Verified", "False", "SignatureInvalid")
+    })
+    .await;
+    assert_eq!(status["activeDigest"], v1_digest, "{status:#}");
+    assert_eq!(active_digests(&restarted), std::slice::from_ref(&v1_digest));
+    restarted.stop().await.expect("a clean stop");
     logic_modules.delete("greeting", &Default::default()).await.expect("deleting the LogicModule");
     let _ = std::fs::remove_dir_all(Path::new(&dir));
 }
