@@ -4,13 +4,14 @@
 //! CRs, printed side by side.
 //!
 //! ```text
-//! bench-e2e [--counts 100,1000] [--namespaces 4] [--concurrency 8]
-//!           [--resync-period 30s] [--only-ours] [--out target/bench-e2e/results.md]
+//! bench-e2e [--counts 1000,10000] [--namespaces 4] [--concurrency 8] [--create-concurrency 32]
+//!           [--resync-period 30s] [--only-ours | --only-go] [--out target/bench-e2e/results.md]
 //! ```
 //!
 //! For each N and each operator: a fresh control plane (etcd +
 //! kube-apiserver with its audit log; no controller manager, whose garbage
-//! collector would only add load), that operator's own CRDs (ours from
+//! collector would only add load; etcd's quota and the API server's inflight
+//! limits raised for 10,000 CRs), that operator's own CRDs (ours from
 //! deploy/crd and tests/crds, the Go operator's from its module), N CRs
 //! cycling through every `deploy/samples/*.yaml` (minimal, monitoring, HA,
 //! autoscaling, network policy, SASL, TLS, everything) with unique names
@@ -22,15 +23,22 @@
 //! - converged: from the first create until every CR has
 //!   status.observedGeneration == metadata.generation and every object its
 //!   sample renders to (`memcached-operator render`) exists, controlled by it
-//!   (there is no kubelet: pods never run, so convergence is about objects);
+//!   (there is no kubelet: pods never run, so convergence is about objects),
+//!   seen by watches opened before the first create (convergence.rs);
 //! - reconciles (each operator's own counter) and writes per CR until then,
-//!   the writes from the audit log;
+//!   the writes from the audit log, against the fewest that converge them
+//!   (objects created + one status write per CR + one event per object);
 //! - ours only: writes during one idle resync (`--resync-period`; the Go
 //!   operator has no such flag and resyncs every 10 h);
 //! - both: writes during an idle touch, an annotation added to every CR,
 //!   which changes nothing either operator renders;
-//! - peak RSS (VmHWM), CPU seconds to converge, and memory per CR (RSS after
-//!   the idle passes minus RSS before the first CR, over N).
+//! - peak RSS (VmHWM), RSS at convergence, CPU seconds to converge, and
+//!   memory per CR and per cached object (RSS after the idle passes minus
+//!   RSS before the first CR, over N or over the objects the operator caches:
+//!   CRs, owned objects, Secrets, counted from the API server).
+//!
+//! compare.rs prints ours / Go against issue 13's targets and how each
+//! operator's cost per CR grows from the smallest size to the largest.
 
 mod compare;
 mod convergence;
@@ -625,20 +633,20 @@ async fn run_one(
     let audit = AuditCounts::of(&plane.audit_events_since(mark)?);
     progress(&format!("{label}: converged after {:.1}s", converged_after.as_secs_f64()));
 
-    let quiet = settle(&mut operator).await?;
+    let quiet = settle(&label, &mut operator, count).await?;
     let resync = match flavor {
         Flavor::Ours => {
             progress(&format!("{label}: idle; waiting for one resync ({})", config.resync_flag));
             let limit = config.resync + idle_pass_timeout(count);
-            let pass = idle_pass(&plane, &mut operator, count, quiet, limit).await?;
+            let pass = idle_pass(&label, &plane, &mut operator, count, quiet, limit).await?;
             Some(pass)
         }
         Flavor::Go => None,
     };
-    let quiet = settle(&mut operator).await?;
+    let quiet = settle(&label, &mut operator, count).await?;
     progress(&format!("{label}: idle; touching every CR"));
     let touching = tokio::spawn(touch_all(admin.clone(), count, namespaces.clone(), config.create_concurrency));
-    let touch = idle_pass(&plane, &mut operator, count, quiet, idle_pass_timeout(count)).await?;
+    let touch = idle_pass(&label, &plane, &mut operator, count, quiet, idle_pass_timeout(count)).await?;
     match touching.await {
         Ok(result) => result?,
         Err(join) => return Err(BenchError::Usage(format!("touching the CRs: {join}"))),
@@ -690,10 +698,12 @@ async fn run_one(
 }
 
 /// Waits until the operator's reconcile counter stands still for 3 s (60 s
-/// at most) and returns it.
-async fn settle(operator: &mut OperatorProcess) -> Result<u64, BenchError> {
+/// plus 20 ms per CR at most: a backlog left after convergence would
+/// otherwise count in the next idle pass) and returns it.
+async fn settle(label: &str, operator: &mut OperatorProcess, count: usize) -> Result<u64, BenchError> {
     let mut quiet = operator.scrape().await?.reconciles;
-    let settle_deadline = Instant::now() + Duration::from_secs(60);
+    let limit = Duration::from_secs(60) + Duration::from_millis(20) * count as u32;
+    let settle_deadline = Instant::now() + limit;
     let mut quiet_for = 0;
     while quiet_for < 3 && Instant::now() < settle_deadline {
         tokio::time::sleep(Duration::from_secs(1)).await;
@@ -705,12 +715,19 @@ async fn settle(operator: &mut OperatorProcess) -> Result<u64, BenchError> {
             quiet_for = 0;
         }
     }
+    if quiet_for < 3 {
+        progress(&format!(
+            "{label}: still reconciling after {}s idle; the next pass counts from here",
+            limit.as_secs()
+        ));
+    }
     Ok(quiet)
 }
 
 /// Waits until every CR was reconciled once more than `quiet` (within
 /// `limit`), then counts the operator's requests meanwhile.
 async fn idle_pass(
+    label: &str,
     plane: &ControlPlane,
     operator: &mut OperatorProcess,
     count: usize,
@@ -719,10 +736,15 @@ async fn idle_pass(
 ) -> Result<IdlePass, BenchError> {
     let mark = plane.audit_mark()?;
     let started = Instant::now();
+    let mut last_report = Instant::now();
     loop {
         let done = operator.scrape().await?.reconciles.saturating_sub(quiet);
         if done >= count as u64 {
             break;
+        }
+        if last_report.elapsed() > Duration::from_secs(30) {
+            progress(&format!("{label}: {done}/{count} reconciled after {:.0}s", started.elapsed().as_secs_f64()));
+            last_report = Instant::now();
         }
         if started.elapsed() > limit {
             return Err(BenchError::Timeout {
@@ -913,6 +935,9 @@ fn table(rows: &[Row], config: &Config, samples: &[Sample], machine: &str) -> St
         ));
     }
     let watches: Vec<String> = rows.iter().filter_map(|r| r.requests.map(|q| q.watches.to_string())).collect();
+    if watches.is_empty() {
+        return out;
+    }
     out.push_str(&format!(
         "\nWatches opened by our operator: {} (one per cached kind; not per CR). \"converged\" counts from the first create.\n",
         watches.join(" / ")
