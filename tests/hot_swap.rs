@@ -10,6 +10,8 @@
 //! contract-breaking `wrong-world`. The same pipeline runs for a LogicModule
 //! resource naming a module in a real OCI registry.
 
+#[path = "logic_module_support.rs"]
+mod logic_module_support;
 #[path = "oci_registry.rs"]
 mod oci_registry;
 #[path = "operator_support.rs"]
@@ -20,6 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use logic_module_support::{LOGIC_MODULE_CRD, built, has, wait_logic_module};
 use oci_registry::OciRegistry;
 use operator_support::*;
 use serde_json::{Value, json};
@@ -29,11 +32,6 @@ use wasm_operator::operator::hot_swap::SwapPolicy;
 use wasm_operator::operator::logic_modules::LogicModuleOptions;
 
 const PARENTS: usize = 100;
-
-fn built(file: &str) -> Vec<u8> {
-    let path = control_plane::repo_root().join("target").join(file);
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{} ({e}): `make test` builds it", path.display()))
-}
 
 /// Replaces the watched file the way a deployment tool does: write beside
 /// it, rename over it.
@@ -275,39 +273,6 @@ async fn an_operator_restarted_mid_swap_comes_up_on_the_declared_module() {
     assert_eq!(active.swaps("succeeded") + active.swaps("refused"), 0, "nothing left to swap");
     second.stop().await.expect("a clean stop");
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-const LOGIC_MODULE_CRD: &str = include_str!("../deploy/logic-modules/logicmodules.wasm-operator.c5c3.io.yaml");
-
-fn logic_module_status(resource: &DynamicObject) -> Value {
-    resource.data.get("status").cloned().unwrap_or(Value::Null)
-}
-
-/// The LogicModule `greeting` once its status describes its current spec
-/// and satisfies `check`.
-async fn wait_logic_module(api: &Api<DynamicObject>, what: &str, check: impl Fn(&Value) -> bool) -> Value {
-    let last = std::sync::Mutex::new(Value::Null);
-    let waited = tokio::time::timeout(Duration::from_secs(90), async {
-        loop {
-            if let Ok(resource) = api.get("greeting").await {
-                let status = logic_module_status(&resource);
-                let current = status["observedGeneration"].as_i64() == resource.metadata.generation;
-                if current && check(&status) {
-                    return status;
-                }
-                *last.lock().expect("unpoisoned") = status;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    })
-    .await;
-    waited
-        .unwrap_or_else(|_| panic!("timed out waiting for {what}; the status: {:#}", last.lock().expect("unpoisoned")))
-}
-
-fn has(status: &Value, type_: &str, state: &str, reason: &str) -> bool {
-    let condition = condition(status, type_);
-    condition["status"] == state && condition["reason"] == reason
 }
 
 async fn set_image(api: &Api<DynamicObject>, spec: Value) -> Result<DynamicObject, kube::Error> {

@@ -20,9 +20,10 @@ use kube::ResourceExt;
 use kube::api::DynamicObject;
 use kube::runtime::reflector::ObjectRef;
 
+use super::metrics::ModuleMetrics;
 use super::references::ParentKey;
 use super::{Context, inputs};
-use crate::modules::{KindInfo, LogicModule, Manifest, ModuleEngine, ModuleSource, WatchedFile, digest};
+use crate::modules::{KindInfo, LogicModule, Manifest, ModuleEngine, ModuleSlot, ModuleSource, WatchedFile, digest};
 
 /// How far a new module version is trusted.
 #[derive(Clone, Debug)]
@@ -64,6 +65,11 @@ const RECENT_VERSIONS: usize = 4;
 pub struct SwapState {
     probation: Mutex<Option<Probation>>,
     recent: Mutex<VecDeque<Arc<LogicModule>>>,
+    /// On a standby: the version the leader serves, held compiled, to take
+    /// over with.
+    on_takeover: Mutex<Option<Arc<LogicModule>>>,
+    /// Counts compiles and the versions held compiled.
+    metrics: ModuleMetrics,
     last_rollback: Mutex<Option<Rollback>>,
     reconciled: Mutex<Reconciled>,
     /// Whether anyone reports `reconciled` (a LogicModule follower); until
@@ -73,11 +79,13 @@ pub struct SwapState {
     changes: watch::Sender<u64>,
 }
 
-impl Default for SwapState {
-    fn default() -> Self {
+impl SwapState {
+    pub fn new(metrics: ModuleMetrics) -> Self {
         Self {
             probation: Mutex::default(),
             recent: Mutex::default(),
+            on_takeover: Mutex::default(),
+            metrics,
             last_rollback: Mutex::default(),
             reconciled: Mutex::default(),
             counting: std::sync::atomic::AtomicBool::new(false),
@@ -122,6 +130,26 @@ pub enum Offered {
     Refused(Refusal),
     /// Serving now; `dry_run` parents were checked first.
     Swapped { dry_run: usize },
+}
+
+/// What the checks that need no cluster state found for a version: it
+/// loaded and honours the contract (else it would be a load refusal), and
+/// whether it keeps the kinds of the version serving when it was checked.
+/// A standby runs them right after compiling ahead; the leader reuses the
+/// result while that version still serves.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Prechecked {
+    /// The digest of the serving version it was checked against.
+    pub against: String,
+    pub kinds: Result<(), Refusal>,
+}
+
+impl Prechecked {
+    pub fn new(active: &LogicModule, candidate: &LogicModule) -> Self {
+        let kinds = same_kinds(active.manifest(), candidate.manifest())
+            .map_err(|message| Refusal::new("KindsChanged", message));
+        Self { against: active.digest().to_owned(), kinds }
+    }
 }
 
 /// Why a version was refused: a stable reason (conditions, events) and
@@ -172,15 +200,15 @@ pub async fn offer(ctx: &Arc<Context>, source: ModuleSource, bytes: Vec<u8>, all
         .await
         .unwrap_or_else(|panic| Err(Refusal::new("VerificationStopped", format!("loading stopped: {panic}"))));
     match loaded {
-        Ok(candidate) => offer_loaded(ctx, candidate).await,
+        Ok(candidate) => offer_loaded(ctx, candidate, None).await,
         Err(refusal) => refused(ctx, refusal),
     }
 }
 
-/// Verifies a loaded version against the active one (its kinds, a dry run
-/// over every cached parent) and, if it passes, swaps it in and rolls it
-/// out.
-pub async fn offer_loaded(ctx: &Arc<Context>, candidate: Arc<LogicModule>) -> Offered {
+/// Verifies a loaded version against the active one (its kinds, unless
+/// `prechecked` against it already; a dry run over every cached parent)
+/// and, if it passes, swaps it in and rolls it out.
+pub async fn offer_loaded(ctx: &Arc<Context>, candidate: Arc<LogicModule>, prechecked: Option<Prechecked>) -> Offered {
     let started = Instant::now();
     let active = ctx.module.current();
     if candidate.digest() == active.digest() {
@@ -190,7 +218,10 @@ pub async fn offer_loaded(ctx: &Arc<Context>, candidate: Arc<LogicModule>) -> Of
     let verifying = ctx.clone();
     let checking = candidate.clone();
     let verified = tokio::task::spawn_blocking(move || {
-        same_kinds(active.manifest(), checking.manifest()).map_err(|message| Refusal::new("KindsChanged", message))?;
+        match prechecked {
+            Some(prechecked) if prechecked.against == active.digest() => prechecked.kinds,
+            _ => Prechecked::new(&active, &checking).kinds,
+        }?;
         let dry_run_started = Instant::now();
         let checked =
             dry_run(&verifying, &active, &checking).map_err(|message| Refusal::new("DryRunFailed", message))?;
@@ -319,14 +350,44 @@ impl SwapState {
         bytes: &[u8],
         allow_precompiled: bool,
     ) -> Result<Arc<LogicModule>, Refusal> {
-        if let Some(module) = self.recent_by_digest(&digest(bytes)) {
+        if let Some(module) = self.held(&digest(bytes)) {
             return Ok(module);
         }
+        // Counted whether or not it loads: the work was done either way.
+        self.metrics.compiled();
         let module = LogicModule::from_bytes(engine, source, bytes, allow_precompiled)
             .map(Arc::new)
             .map_err(|error| Refusal::new("LoadFailed", error.to_string()))?;
         self.remember(module.clone());
         Ok(module)
+    }
+
+    /// The version `digest`, if held compiled.
+    pub fn held(&self, digest: &str) -> Option<Arc<LogicModule>> {
+        self.recent.lock().unwrap_or_else(PoisonError::into_inner).iter().find(|m| m.digest() == digest).cloned()
+    }
+
+    /// On a standby: the version to serve once it leads (the one the leader
+    /// serves, held compiled), or `None` for the one it was started on.
+    pub fn serve_on_takeover(&self, module: Option<Arc<LogicModule>>) {
+        *self.on_takeover.lock().unwrap_or_else(PoisonError::into_inner) = module;
+    }
+
+    /// On becoming the leader, before any reconcile: puts the version the
+    /// previous leader served into `slot`, so this replica neither compiles
+    /// it nor reconciles a parent with an older one first.
+    pub fn take_over(&self, slot: &ModuleSlot) {
+        let Some(module) = self.on_takeover.lock().unwrap_or_else(PoisonError::into_inner).take() else { return };
+        let previous = slot.current();
+        if previous.digest() != module.digest() {
+            tracing::info!(
+                module = module.name(),
+                from = previous.digest(),
+                to = module.digest(),
+                "taking over on the version the previous leader served (compiled ahead)"
+            );
+            slot.swap(module);
+        }
     }
 
     /// The last rollback, if any.
@@ -371,12 +432,13 @@ impl SwapState {
     pub(crate) fn remember(&self, module: Arc<LogicModule>) {
         let mut recent = self.recent.lock().unwrap_or_else(PoisonError::into_inner);
         recent.retain(|m| m.digest() != module.digest());
+        self.metrics.ready(&module.manifest().version, module.digest(), true);
         recent.push_front(module);
-        recent.truncate(RECENT_VERSIONS);
-    }
-
-    fn recent_by_digest(&self, digest: &str) -> Option<Arc<LogicModule>> {
-        self.recent.lock().unwrap_or_else(PoisonError::into_inner).iter().find(|m| m.digest() == digest).cloned()
+        while recent.len() > RECENT_VERSIONS {
+            if let Some(dropped) = recent.pop_back() {
+                self.metrics.ready(&dropped.manifest().version, dropped.digest(), false);
+            }
+        }
     }
 }
 

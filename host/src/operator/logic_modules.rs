@@ -3,9 +3,12 @@
 //! after the module (its manifest's `name`); one follower per module of the
 //! process follows the LogicModule of that name.
 //!
-//! - On every replica, leading or not, a new spec is pulled and compiled
-//!   ahead (kept by digest), so a failover or a swap costs the leader no
-//!   compile.
+//! - On every replica, leading or not, a new spec is pulled, compiled ahead
+//!   (kept by digest) and checked as far as no cluster state is needed (the
+//!   contract, the kinds against the serving version), so a failover or a
+//!   swap costs the leader no compile. A standby also keeps the version the
+//!   leader serves (the resource's `status.activeDigest`) ready to take
+//!   over with, so the new leader reconciles nothing on an older one.
 //! - On the leader it is offered for a verified swap (`hot_swap`), and the
 //!   resource's status and events say what became of it.
 //! - At start a module comes up on the version its resource says was
@@ -25,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
 use super::Context;
-use super::hot_swap::{self, Offered, Refusal, Rollback, SwapState};
+use super::hot_swap::{self, Offered, Prechecked, Refusal, Rollback, SwapState};
 use crate::modules::oci::{OciError, Pulled, Registry};
 use crate::modules::signature::{self, PublicKey};
 use crate::modules::{LogicModule, ModuleEngine, ModuleSlot, ModuleSource};
@@ -176,6 +179,8 @@ struct Loaded {
     pinned: String,
     digest: String,
     module: Result<Arc<LogicModule>, Refusal>,
+    /// The checks that need no cluster state, against the serving version.
+    prechecked: Option<Prechecked>,
 }
 
 /// What the leader did with a fetched version.
@@ -210,8 +215,17 @@ pub async fn follow(
     swap.count_reconciled_parents();
     // A rollback from before this follower started is not news.
     let reported_rollback = swap.last_rollback();
-    let mut follower =
-        Follower { name, slot, swap, options, resource: None, fetched: None, decided: None, reported_rollback };
+    let mut follower = Follower {
+        name,
+        slot,
+        swap,
+        options,
+        resource: None,
+        fetched: None,
+        decided: None,
+        reported_rollback,
+        leader_serves: None,
+    };
     loop {
         let mut look_again = false;
         tokio::select! {
@@ -249,11 +263,14 @@ struct Follower {
     decided: Option<(String, Decided)>,
     /// The last rollback an event was written for.
     reported_rollback: Option<Rollback>,
+    /// On a standby: the digest the leader was last seen serving.
+    leader_serves: Option<String>,
 }
 
 impl Follower {
     async fn step(&mut self, ctx: Option<&Arc<Context>>, look_again: bool) {
-        let Some(resource) = self.resource.as_ref() else { return };
+        let Some(resource) = self.resource.clone() else { return };
+        let resource = &resource;
         let spec = spec_of(resource);
         let stale = match &self.fetched {
             None => true,
@@ -262,8 +279,12 @@ impl Follower {
             // image refused for its signature may have been signed since.
             Some(fetched) => look_again && (fetched.outcome.is_err() || spec.allow_tag || unsigned(fetched)),
         };
+        let serving = match ctx {
+            Some(ctx) => ctx.module.current(),
+            None => self.follow_the_leader(resource),
+        };
         if stale {
-            let fetched = self.fetch(spec).await;
+            let fetched = self.fetch(spec, &serving).await;
             if self
                 .fetched
                 .as_ref()
@@ -274,6 +295,8 @@ impl Follower {
                 self.decided = None;
             }
             self.fetched = Some(fetched);
+        } else if ctx.is_none() {
+            self.precheck_again(&serving);
         }
         let Some(ctx) = ctx else { return };
         let rollback = self.swap.last_rollback();
@@ -295,7 +318,7 @@ impl Follower {
             }
             Ok(module) => match self.rolled_back_before(resource, &loaded.digest) {
                 Some(why) => Decided::RolledBack(why),
-                None => match hot_swap::offer_loaded(ctx, module.clone()).await {
+                None => match hot_swap::offer_loaded(ctx, module.clone(), loaded.prechecked.clone()).await {
                     Offered::Unchanged => Decided::Serving { dry_run: None },
                     Offered::Swapped { dry_run } => Decided::Serving { dry_run: Some(dry_run) },
                     Offered::Refused(refusal) => Decided::Refused(refusal),
@@ -329,6 +352,47 @@ impl Follower {
         current.then(|| rolled_back.message.clone())
     }
 
+    /// On a standby: the version the leader serves, as the resource's
+    /// status says, kept to take over with when this replica holds it
+    /// compiled; answers it (or this replica's own when not held).
+    fn follow_the_leader(&mut self, resource: &DynamicObject) -> Arc<LogicModule> {
+        let own = self.slot.current();
+        let Some(digest) = status_of(resource).active_digest else { return own };
+        let held = if digest == own.digest() { None } else { self.swap.held(&digest) };
+        let news = self.leader_serves.as_deref() != Some(digest.as_str());
+        if news && digest != own.digest() {
+            match &held {
+                Some(_) => tracing::info!(
+                    module = self.name,
+                    digest,
+                    "the leader serves a version held compiled here; a takeover starts on it"
+                ),
+                None => tracing::warn!(
+                    module = self.name,
+                    digest,
+                    own = own.digest(),
+                    "the leader serves a version this replica does not hold compiled; a takeover starts on its own and then offers the LogicModule's"
+                ),
+            }
+        }
+        self.leader_serves = Some(digest);
+        self.swap.serve_on_takeover(held.clone());
+        held.unwrap_or(own)
+    }
+
+    /// On a standby whose leader now serves another version: the checks
+    /// without cluster state again, against that version.
+    fn precheck_again(&mut self, serving: &LogicModule) {
+        let Some(Fetched { outcome: Ok(loaded), .. }) = self.fetched.as_mut() else { return };
+        let Ok(module) = &loaded.module else { return };
+        if loaded.prechecked.as_ref().is_some_and(|p| p.against == serving.digest()) {
+            return;
+        }
+        let prechecked = Prechecked::new(serving, module);
+        log_prechecked(&self.name, &loaded.pinned, module, &prechecked);
+        loaded.prechecked = Some(prechecked);
+    }
+
     /// When `spec` names a public key: that the image `pinned` carries a
     /// cosign signature by it, checked before its bytes are compiled.
     async fn check_signature(&self, spec: &Spec, pinned: &str) -> Result<(), Refusal> {
@@ -343,9 +407,10 @@ impl Follower {
         })
     }
 
-    /// Pulls and compiles what `spec` names (on any replica: a standby
-    /// compiles ahead).
-    async fn fetch(&self, spec: Spec) -> Fetched {
+    /// Pulls and compiles what `spec` names and checks it against `serving`
+    /// as far as that needs no cluster state (on any replica: a standby
+    /// compiles and checks ahead).
+    async fn fetch(&self, spec: Spec, serving: &LogicModule) -> Fetched {
         let pulled = self.options.registry.pull(&spec.image, spec.allow_tag).await;
         let outcome = match pulled {
             Err(error) => {
@@ -365,7 +430,12 @@ impl Follower {
                 .unwrap_or_else(|panic| {
                     Err(Refusal { reason: "VerificationStopped", message: format!("loading stopped: {panic}") })
                 });
-                Ok(Loaded { pinned, digest, module })
+                let prechecked = module.as_ref().ok().map(|module| {
+                    let prechecked = Prechecked::new(serving, module);
+                    log_prechecked(&self.name, &pinned, module, &prechecked);
+                    prechecked
+                });
+                Ok(Loaded { pinned, digest, module, prechecked })
             }
         };
         Fetched { spec, outcome }
@@ -483,6 +553,32 @@ impl Follower {
         }
         status.conditions = conditions;
         status
+    }
+}
+
+/// What the checks without cluster state said of a fetched version; the
+/// dry run, which needs the parents, is left to the leader.
+fn log_prechecked(name: &str, pinned: &str, module: &LogicModule, prechecked: &Prechecked) {
+    if prechecked.against == module.digest() {
+        // The serving version itself: nothing to say.
+        return;
+    }
+    match &prechecked.kinds {
+        Ok(()) => tracing::info!(
+            module = name,
+            reference = pinned,
+            contract = module.contract(),
+            serving = prechecked.against,
+            "checked ahead: contract and kinds fit; the leader's dry run remains"
+        ),
+        Err(refusal) => tracing::warn!(
+            module = name,
+            reference = pinned,
+            serving = prechecked.against,
+            reason = refusal.reason,
+            message = refusal.message,
+            "compiled ahead, but the leader will refuse it"
+        ),
     }
 }
 

@@ -1,6 +1,7 @@
 //! Prometheus metrics, named for the host (`wasm_operator_*`) and labelled
 //! by module: reconciles, writes by kind and outcome, conflicts, module
-//! calls and failures, the modules loaded, and API requests.
+//! calls and failures, the modules loaded, swapped and compiled ahead, and
+//! API requests.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -80,6 +81,8 @@ pub struct Metrics {
     pub module_info: Family<ModuleLabels, Gauge>,
     pub module_swaps: Family<SwapLabels, Counter>,
     pub module_swap_duration: HistogramFamily<NameLabels>,
+    pub module_compiles: Family<NameLabels, Counter>,
+    pub module_ready: Family<ModuleLabels, Gauge>,
     pub api_requests: Family<RequestLabels, Counter>,
     pub leader: Gauge,
 }
@@ -156,6 +159,18 @@ impl Default for Metrics {
             "From a new module version noticed to it serving reconciles (load, checks, dry run, swap), by module",
             module_swap_duration.clone(),
         );
+        let module_compiles = Family::<NameLabels, Counter>::default();
+        registry.register(
+            "module_compiles",
+            "Module versions compiled at run time (offered by a watched file or a LogicModule, on a standby too), by module; a version already held compiled is not counted",
+            module_compiles.clone(),
+        );
+        let module_ready = Family::<ModuleLabels, Gauge>::default();
+        registry.register(
+            "module_ready",
+            "1 for each module version this process holds compiled (the serving one among them): swapping to it, taking over with it or rolling back to it costs no compile",
+            module_ready.clone(),
+        );
         let api_requests = Family::<RequestLabels, Counter>::default();
         registry.register(
             "api_requests",
@@ -175,6 +190,8 @@ impl Default for Metrics {
             module_info,
             module_swaps,
             module_swap_duration,
+            module_compiles,
+            module_ready,
             api_requests,
             leader,
         }
@@ -228,6 +245,22 @@ impl ModuleMetrics {
         if let Some(took) = took {
             let labels = NameLabels { module: self.module.clone() };
             self.metrics.module_swap_duration.get_or_create(&labels).observe(took.as_secs_f64());
+        }
+    }
+
+    /// A module version compiled from its bytes (not found compiled).
+    pub fn compiled(&self) {
+        self.metrics.module_compiles.get_or_create(&NameLabels { module: self.module.clone() }).inc();
+    }
+
+    /// A module version held compiled (`true`), or no longer (`false`).
+    pub fn ready(&self, version: &str, digest: &str, held: bool) {
+        let labels =
+            ModuleLabels { module: self.module.clone(), version: version.to_owned(), digest: digest.to_owned() };
+        if held {
+            self.metrics.module_ready.get_or_create(&labels).set(1);
+        } else {
+            self.metrics.module_ready.remove(&labels);
         }
     }
 

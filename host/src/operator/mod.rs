@@ -342,7 +342,7 @@ struct Prepared {
     everything: mpsc::UnboundedReceiver<()>,
 }
 
-fn prepare(slot: ModuleSlot, caches: &Caches) -> Result<Prepared, OperatorError> {
+fn prepare(slot: ModuleSlot, caches: &Caches, metrics: &Arc<Metrics>) -> Result<Prepared, OperatorError> {
     let module = slot.current();
     let name = module.name().to_owned();
     let kinds = Kinds::from_manifest(module.manifest())
@@ -385,7 +385,7 @@ fn prepare(slot: ModuleSlot, caches: &Caches) -> Result<Prepared, OperatorError>
         "module loaded"
     );
     // The version it starts on is kept compiled too: going back to it costs nothing.
-    let swap = Arc::new(hot_swap::SwapState::default());
+    let swap = Arc::new(hot_swap::SwapState::new(metrics.for_module(&name)));
     swap.remember(module.clone());
     Ok(Prepared {
         slot,
@@ -446,7 +446,8 @@ pub async fn run(
         }
     }
     let caches = Caches::new(client.clone(), options.namespace.clone());
-    let prepared: Vec<Prepared> = modules.into_iter().map(|slot| prepare(slot, &caches)).collect::<Result<_, _>>()?;
+    let prepared: Vec<Prepared> =
+        modules.into_iter().map(|slot| prepare(slot, &caches, &metrics)).collect::<Result<_, _>>()?;
     one_module_per_parent(&prepared)?;
     tracing::info!(
         modules = ?prepared.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(),
@@ -519,6 +520,7 @@ pub async fn run(
 
     let instance = instance_name(&options);
     let controllers = prepared.into_iter().zip(leading).map(|(prepared, leading)| {
+        prepared.swap.take_over(&prepared.slot);
         let module = prepared.slot.current();
         let manifest = module.manifest();
         let module_metrics = metrics.for_module(&prepared.name);

@@ -1,0 +1,222 @@
+//! Hot swaps with two replicas (issue 11, high availability): two operators
+//! of the Greeting module in this process, leader election on, following one
+//! LogicModule that names versions in a real OCI registry, against the real
+//! API server. While the leader verifies and swaps in a new version, the
+//! standby pulls, compiles and checks it too, and keeps the version the
+//! leader serves ready; when the leader stops, the standby takes over on
+//! that version: no compile, no swap, and no parent reconciled with the
+//! older version it was started on.
+
+#[path = "logic_module_support.rs"]
+mod logic_module_support;
+// Shared with tests/hot_swap.rs, which uses all of it.
+#[allow(dead_code)]
+#[path = "oci_registry.rs"]
+mod oci_registry;
+#[path = "operator_support.rs"]
+mod operator_support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use logic_module_support::{LOGIC_MODULE_CRD, built, has, wait_logic_module};
+use oci_registry::OciRegistry;
+use operator_support::*;
+use serde_json::{Value, json};
+use wasm_operator::modules::oci::{Registry, RegistryOptions};
+use wasm_operator::modules::{LogicModule, ModuleSlot, ModuleSource, digest};
+use wasm_operator::operator::Options;
+use wasm_operator::operator::hot_swap::SwapPolicy;
+use wasm_operator::operator::leader::LeaderElectionOptions;
+use wasm_operator::operator::logic_modules::LogicModuleOptions;
+
+const PARENTS: usize = 10;
+
+/// One replica, as its metrics show it.
+struct Replica(Running);
+
+impl Replica {
+    fn leads(&self) -> bool {
+        self.0.metric("wasm_operator_leader", "") == 1
+    }
+
+    /// Module versions it compiled at run time.
+    fn compiles(&self) -> u64 {
+        self.0.metric("wasm_operator_module_compiles_total", "module=\"greeting\"")
+    }
+
+    fn swaps(&self, result: &str) -> u64 {
+        self.0.metric("wasm_operator_module_swaps_total", &format!("result=\"{result}\""))
+    }
+
+    /// The digests of a metric whose series are 1 per version.
+    fn digests(&self, metric: &str) -> Vec<String> {
+        let prefix = format!("{metric}{{");
+        let mut digests: Vec<String> = self
+            .0
+            .metrics
+            .encode()
+            .lines()
+            .filter(|l| l.starts_with(&prefix) && l.ends_with(" 1"))
+            .filter_map(|l| l.split("digest=\"").nth(1)?.split('"').next().map(str::to_owned))
+            .collect();
+        digests.sort();
+        digests
+    }
+
+    fn serving(&self) -> Vec<String> {
+        self.digests("wasm_operator_module_info")
+    }
+
+    /// Versions held compiled.
+    fn ready(&self) -> Vec<String> {
+        self.digests("wasm_operator_module_ready")
+    }
+}
+
+async fn configmap_data(ns: &TestNamespace<'_>) -> Vec<(String, Value)> {
+    let params = ListParams::default().labels("app.kubernetes.io/managed-by=greeting-operator");
+    let list = ns.api(&gvk("", "v1", "ConfigMap", "configmaps")).list(&params).await.expect("listing ConfigMaps");
+    list.items.into_iter().map(|c| (c.metadata.name.unwrap_or_default(), c.data["data"].clone())).collect()
+}
+
+/// Until there is one ConfigMap per Greeting and each satisfies `check`.
+async fn wait_all(ns: &TestNamespace<'_>, what: &str, check: impl Fn(&str, &Value) -> bool) {
+    eventually_within(Duration::from_secs(90), what, || async {
+        let all = configmap_data(ns).await;
+        (all.len() == PARENTS && all.iter().all(|(name, data)| check(name, data))).then_some(())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standby_compiles_ahead_and_takes_over_on_the_swapped_version_without_compiling() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+    let (v1, v2) = (built("greeting.wasm"), built("greeting-v2.wasm"));
+    let registry = OciRegistry::start("hot-swap-ha");
+    let oci = Registry::new(RegistryOptions { insecure: vec![registry.address.clone()], ..RegistryOptions::default() });
+    let repository = format!("{}/modules/greeting", registry.address);
+    let v1_pinned = oci.push(v1.clone(), &format!("{repository}:v1")).await.expect("pushing v1");
+    let v2_pinned = oci.push(v2.clone(), &format!("{repository}:v2")).await.expect("pushing v2");
+
+    let ns = TestNamespace::new("hot-swap-ha").await;
+    let plane = ns.plane;
+    plane.apply_yaml(LOGIC_MODULE_CRD).await.expect("installing the LogicModule CRD");
+    let v1_module = || {
+        LogicModule::from_bytes(memcached_tests::engine(), ModuleSource::Registry(v1_pinned.clone()), &v1, false)
+            .expect("v1 loads")
+    };
+    plane.apply_yaml(&v1_module().manifest().crd).await.expect("installing the Greeting CRD");
+    let greetings = ns.api(&gvk("example.c5c3.io", "v1", "Greeting", "greetings"));
+    for i in 0..PARENTS {
+        let greeting: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "example.c5c3.io/v1", "kind": "Greeting",
+            "metadata": {"name": format!("g-{i:03}")}, "spec": {"message": format!("hi {i}")},
+        }))
+        .expect("a Greeting");
+        greetings.create(&PostParams::default(), &greeting).await.expect("creating a Greeting");
+    }
+    let logic_modules: Api<DynamicObject> =
+        Api::all_with(ns.client.clone(), &gvk("wasm-operator.c5c3.io", "v1alpha1", "LogicModule", "logicmodules"));
+    let resource: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "wasm-operator.c5c3.io/v1alpha1", "kind": "LogicModule",
+        "metadata": {"name": "greeting"}, "spec": {"image": v1_pinned},
+    }))
+    .expect("a LogicModule");
+    logic_modules.create(&PostParams::default(), &resource).await.expect("creating the LogicModule");
+
+    // Both replicas start on v1, the version the LogicModule names.
+    let replica = |identity: &str| {
+        let identity = identity.to_owned();
+        let module = v1_module();
+        let registry = registry.address.clone();
+        let namespace = ns.namespace.clone();
+        async move {
+            let mut leader_election =
+                LeaderElectionOptions::new(namespace.clone(), "greeting-ha".into(), identity.clone());
+            leader_election.lease_duration = Duration::from_secs(4);
+            leader_election.renew_deadline = Duration::from_secs(3);
+            leader_election.retry_period = Duration::from_millis(200);
+            let replica_options = Options {
+                leader_election: Some(leader_election),
+                swap_policy: SwapPolicy {
+                    poll_interval: Duration::from_millis(100),
+                    rollout_per_second: 200,
+                    ..SwapPolicy::default()
+                },
+                logic_modules: Some(LogicModuleOptions {
+                    registry: Arc::new(Registry::new(RegistryOptions {
+                        insecure: vec![registry],
+                        ..RegistryOptions::default()
+                    })),
+                    poll_interval: Duration::from_millis(500),
+                }),
+                ..options(&namespace)
+            };
+            let client = plane.client(control_plane::User::Operator).await.expect("an operator client");
+            Replica(Running::start_slots(client, vec![ModuleSlot::new(module)], replica_options))
+        }
+    };
+    let a = replica("replica-a").await;
+    eventually("replica a to lead", || async { a.leads().then_some(()) }).await;
+    wait_all(&ns, "every ConfigMap from v1", |_, d| d["revision"].is_null()).await;
+    let b = replica("replica-b").await;
+    wait_logic_module(&logic_modules, "v1 active", |s| has(s, "Active", "True", "Serving")).await;
+    // Let b see the LogicModule (v1, which it holds: nothing to compile).
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(!b.leads(), "one leader");
+    assert_eq!((a.compiles(), b.compiles()), (0, 0), "v1 was given compiled");
+    assert_eq!(b.ready(), [digest(&v1)]);
+
+    // v2 while a leads: a verifies and swaps; b compiles it ahead, checks
+    // it, and keeps it ready.
+    logic_modules
+        .patch("greeting", &PatchParams::default(), &Patch::Merge(json!({"spec": {"image": v2_pinned}})))
+        .await
+        .expect("pointing the LogicModule at v2");
+    let status = wait_logic_module(&logic_modules, "v2 active", |s| has(s, "Active", "True", "Serving")).await;
+    assert_eq!(status["activeDigest"], digest(&v2));
+    assert_eq!(a.swaps("succeeded"), 1);
+    assert_eq!(a.serving(), [digest(&v2)]);
+    let mut both = vec![digest(&v1), digest(&v2)];
+    both.sort();
+    eventually("the standby to hold v2 compiled", || async { (b.ready() == both).then_some(()) }).await;
+    assert_eq!(b.compiles(), 1, "the standby compiled v2 once, ahead");
+    assert!(!b.leads(), "still the standby");
+    assert_eq!(b.0.reconciles("success") + b.0.reconciles("error"), 0, "a standby reconciles nothing");
+    assert_eq!(b.swaps("succeeded") + b.swaps("refused"), 0, "a standby swaps nothing");
+    wait_all(&ns, "every ConfigMap from v2", |_, d| d["revision"] == "2").await;
+
+    // a stops cleanly; b takes over on v2, compiling nothing.
+    let mark = plane.audit_mark().expect("the audit log");
+    a.0.stop().await.expect("a clean stop");
+    eventually("replica b to lead", || async { b.leads().then_some(()) }).await;
+    assert_eq!(b.serving(), [digest(&v2)], "b took over on the version a served");
+    let greeting = greetings.get("g-000").await.expect("a Greeting");
+    let mut edited = greeting.clone();
+    edited.data["spec"]["message"] = json!("after the takeover");
+    greetings.replace("g-000", &PostParams::default(), &edited).await.expect("editing a Greeting");
+    wait_all(&ns, "b serving v2", |name, d| {
+        (name != "g-000" || d["message"] == "after the takeover") && d["revision"] == "2"
+    })
+    .await;
+    eventually("b to reconcile every parent", || async { (b.0.reconciles("success") >= PARENTS as u64).then_some(()) })
+        .await;
+    assert_eq!(b.compiles(), 1, "no compile on failover");
+    assert_eq!(b.swaps("succeeded") + b.swaps("refused"), 0, "b took over on v2 rather than swapping to it");
+    let status = wait_logic_module(&logic_modules, "v2 active under b", |s| has(s, "Active", "True", "Serving")).await;
+    assert_eq!(status["activeDigest"], digest(&v2));
+    assert!(has(&status, "Verified", "True", "Verified"), "{status:#}");
+    // Only the edited parent's ConfigMap was written: b never reconciled a
+    // parent with v1, which would have dropped every `revision`.
+    let writes: Vec<_> =
+        ns.operator_writes(mark).await.into_iter().filter(|w| w.resource.as_deref() == Some("configmaps")).collect();
+    assert!(writes.iter().all(|w| w.name.as_deref() == Some("g-000")), "writes after the takeover: {writes:?}");
+
+    b.0.stop().await.expect("a clean stop");
+    logic_modules.delete("greeting", &Default::default()).await.expect("deleting the LogicModule");
+}
