@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! bench-e2e [--counts 1000,10000] [--namespaces 4] [--concurrency 8] [--create-concurrency 32]
-//!           [--resync-period 30s] [--only-ours | --only-go] [--out target/bench-e2e/results.md]
+//!           [--resync-period 60s] [--only-ours | --only-go] [--out target/bench-e2e/results.md]
 //! ```
 //!
 //! For each N and each operator: a fresh control plane (etcd +
@@ -28,8 +28,11 @@
 //! - reconciles (each operator's own counter) and writes per CR until then,
 //!   the writes from the audit log, against the fewest that converge them
 //!   (objects created + one status write per CR + one event per object);
-//! - ours only: writes during one idle resync (`--resync-period`; the Go
-//!   operator has no such flag and resyncs every 10 h);
+//! - ours only: writes during one idle resync (`--resync-period`, by default
+//!   60 ms per CR and at least 30 s, so that no resync falls before
+//!   convergence and counts as a reconcile to converge: 10 minutes, ours'
+//!   default, at 10,000 CRs; the Go operator has no such flag and resyncs
+//!   every 10 h);
 //! - both: writes during an idle touch, an annotation added to every CR,
 //!   which changes nothing either operator renders;
 //! - peak RSS (VmHWM), RSS at convergence, CPU seconds to converge, and
@@ -95,15 +98,15 @@ struct Config {
     namespaces: usize,
     create_concurrency: usize,
     concurrency: u16,
-    resync: Duration,
-    resync_flag: String,
+    /// Ours' `--resync-period`; None: [`default_resync_period`] per size.
+    resync: Option<Duration>,
     out: PathBuf,
     operator: PathBuf,
     /// Which operators run, in this order, at each size.
     flavors: Vec<Flavor>,
 }
 
-const USAGE: &str = "usage: bench-e2e [--counts 1000,10000] [--namespaces 4] [--concurrency 8] [--create-concurrency 32] [--resync-period 30s] [--only-ours | --only-go] [--out FILE]";
+const USAGE: &str = "usage: bench-e2e [--counts 1000,10000] [--namespaces 4] [--concurrency 8] [--create-concurrency 32] [--resync-period 60s] [--only-ours | --only-go] [--out FILE]";
 
 fn parse_args(root: &Path, mut args: impl Iterator<Item = String>) -> Result<Config, BenchError> {
     let mut config = Config {
@@ -111,8 +114,7 @@ fn parse_args(root: &Path, mut args: impl Iterator<Item = String>) -> Result<Con
         namespaces: 4,
         create_concurrency: CREATE_PARALLELISM,
         concurrency: 8,
-        resync: Duration::from_secs(30),
-        resync_flag: "30s".into(),
+        resync: None,
         out: root.join("target/bench-e2e/results.md"),
         operator: root.join("target/release/memcached-operator"),
         flavors: vec![Flavor::Ours, Flavor::Go],
@@ -149,9 +151,9 @@ fn parse_args(root: &Path, mut args: impl Iterator<Item = String>) -> Result<Con
             }
             "--resync-period" => {
                 let text = value()?;
-                config.resync =
-                    parse_seconds(&text).ok_or_else(|| usage(format!("--resync-period {text:?}: e.g. 30s or 2m")))?;
-                config.resync_flag = text;
+                config.resync = Some(
+                    parse_seconds(&text).ok_or_else(|| usage(format!("--resync-period {text:?}: e.g. 30s or 2m")))?,
+                );
             }
             "--out" => config.out = PathBuf::from(value()?),
             "--operator" => config.operator = PathBuf::from(value()?),
@@ -229,9 +231,8 @@ async fn run(root: &Path, config: &Config) -> Result<(), BenchError> {
     std::fs::create_dir_all(&logs).map_err(io(format!("creating {}", logs.display())))?;
     let machine = machine::describe();
     progress(&format!(
-        "{machine}; samples {}; resync period {}, our concurrency {}",
+        "{machine}; samples {}; our concurrency {}",
         samples.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", "),
-        config.resync_flag,
         config.concurrency
     ));
 
@@ -261,6 +262,18 @@ fn progress(message: &str) {
 /// at a time (about 50 ms each at 1000 CRs on 2 cores).
 fn converge_timeout(count: usize) -> Duration {
     Duration::from_secs(300) + Duration::from_millis(200) * count as u32
+}
+
+/// Ours' resync period at `count` CRs: 60 ms per CR, at least 30 s. The
+/// resync requeues each CR that long after its last reconcile, so a period
+/// shorter than convergence would add resyncs to the reconciles to converge
+/// (at 10,000 CRs a 30 s period alone keeps 2 cores busy).
+fn default_resync_period(count: usize) -> Duration {
+    (Duration::from_millis(60) * count as u32).max(Duration::from_secs(30))
+}
+
+fn resync_period(config: &Config, count: usize) -> Duration {
+    config.resync.unwrap_or_else(|| default_resync_period(count))
 }
 
 /// Time allowed for an idle pass to reconcile every CR (beyond the resync
@@ -356,6 +369,8 @@ struct Row {
     audit: AuditCounts,
     /// Ours only: one `--resync-period`.
     resync: Option<IdlePass>,
+    /// Ours' `--resync-period`.
+    resync_period: Duration,
     touch: IdlePass,
     /// The 1-minute load average when its control plane started.
     load_at_start: f64,
@@ -549,6 +564,7 @@ async fn run_one(
     let log = logs.join(format!("operator-{}-{count}.log", if flavor == Flavor::Ours { "ours" } else { "go" }));
     // The Go operator has no tuning flags: controller-runtime's defaults, one
     // worker, no periodic resync short of 10 h.
+    let resync_every = resync_period(config, count);
     let (binary, extra) = match flavor {
         Flavor::Ours => (
             &binaries.ours,
@@ -556,7 +572,7 @@ async fn run_one(
                 "--concurrency".to_owned(),
                 config.concurrency.to_string(),
                 "--resync-period".to_owned(),
-                config.resync_flag.clone(),
+                format!("{}s", resync_every.as_secs()),
             ],
         ),
         Flavor::Go => (&binaries.go, vec![]),
@@ -636,8 +652,8 @@ async fn run_one(
     let quiet = settle(&label, &mut operator, count).await?;
     let resync = match flavor {
         Flavor::Ours => {
-            progress(&format!("{label}: idle; waiting for one resync ({})", config.resync_flag));
-            let limit = config.resync + idle_pass_timeout(count);
+            progress(&format!("{label}: idle; waiting for one resync ({} s)", resync_every.as_secs()));
+            let limit = resync_every + idle_pass_timeout(count);
             let pass = idle_pass(&label, &plane, &mut operator, count, quiet, limit).await?;
             Some(pass)
         }
@@ -673,6 +689,7 @@ async fn run_one(
         requests,
         audit,
         resync,
+        resync_period: resync_every,
         touch,
         load_at_start,
         cached_objects,
@@ -885,16 +902,15 @@ fn mib(kib: u64) -> f64 {
 fn table(rows: &[Row], config: &Config, samples: &[Sample], machine: &str) -> String {
     let mut out = String::new();
     out.push_str(&format!(
-        "CRs cycling through the {} samples ({}), {} namespaces; ours with `--concurrency {} --resync-period {}`, \
-         the Go operator with its defaults and webhooks off; {machine}.\n\n",
+        "CRs cycling through the {} samples ({}), {} namespaces; ours with `--concurrency {}` and the \
+         `--resync-period` its idle resync shows, the Go operator with its defaults and webhooks off; {machine}.\n\n",
         samples.len(),
         samples.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", "),
         config.namespaces,
         config.concurrency,
-        config.resync_flag
     ));
     out.push_str(
-        "| operator | CRs | load at start | all created | converged | reconciles | requests/CR (metrics: reads + writes) | audit/CR: get, list | audit/CR: writes (children + status + events; rejected in all) | expected writes/CR (children + status + events) | idle resync: reconciles, writes | idle touch: reconciles, writes | cached objects | RSS: start, converged, peak, idle | CPU to converge |\n",
+        "| operator | CRs | load at start | all created | converged | reconciles | requests/CR (metrics: reads + writes) | audit/CR: get, list | audit/CR: writes (children + status + events; rejected in all) | expected writes/CR (children + status + events) | idle resync (period): reconciles, writes | idle touch: reconciles, writes | cached objects | RSS: start, converged, peak, idle | CPU to converge |\n",
     );
     out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for row in rows {
@@ -924,7 +940,10 @@ fn table(rows: &[Row], config: &Config, samples: &[Sample], machine: &str) -> St
             per_cr(e.children, row.crs),
             per_cr(e.statuses, row.crs),
             per_cr(e.events, row.crs),
-            idle_cell(row.resync.as_ref()),
+            match &row.resync {
+                Some(pass) => format!("({} s) {}", row.resync_period.as_secs(), idle_cell(Some(pass))),
+                None => idle_cell(None),
+            },
             idle_cell(Some(&row.touch)),
             row.cached_objects,
             mib(row.start_rss_kib),
@@ -948,6 +967,13 @@ fn table(rows: &[Row], config: &Config, samples: &[Sample], machine: &str) -> St
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_resync_period_grows_with_the_crs() {
+        assert_eq!(default_resync_period(100), Duration::from_secs(30));
+        assert_eq!(default_resync_period(1000), Duration::from_secs(60));
+        assert_eq!(default_resync_period(10_000), Duration::from_secs(600));
+    }
 
     #[test]
     fn durations() {
