@@ -184,7 +184,7 @@ render-samples: $(OPERATOR)
 
 ## bench-e2e: ours and the Go operator v0.4.0 with 1000 and 10,000 CRs, each against a fresh local API
 ## server; prints them side by side against issue 13's targets (COUNTS=100 for one size; BENCH_FLAGS=--only-ours
-## or --only-go for one operator; about an hour in all on 2 cores; not part of make test)
+## or --only-go for one operator; about 45 minutes in all on 2 cores; not part of make test)
 COUNTS ?= 1000,10000
 BENCH_FLAGS ?=
 bench-e2e: $(OPERATOR) go-operator
