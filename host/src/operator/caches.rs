@@ -12,13 +12,13 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use futures::StreamExt;
-use kube::api::DynamicObject;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use super::cached_object::CachedObject;
 use super::kinds::{Kind, KindKey};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,7 +33,7 @@ pub enum Availability {
 /// What a cache tells its subscribers besides the objects.
 pub trait CacheEvents: Send + Sync + 'static {
     /// An object of this kind was added, changed or deleted.
-    fn changed(&self, kind: &Kind, object: &DynamicObject);
+    fn changed(&self, kind: &Kind, object: &CachedObject);
     /// The kind is served again after it was not (its CRD was installed).
     fn served_again(&self, kind: &Kind);
 }
@@ -80,17 +80,17 @@ impl OwnerIndex {
 }
 
 /// The UID of an object's controller, if it has one.
-pub fn controller_uid(object: &DynamicObject) -> Option<&str> {
-    object.metadata.owner_references.as_ref()?.iter().find(|r| r.controller == Some(true)).map(|r| r.uid.as_str())
+pub fn controller_uid(object: &CachedObject) -> Option<&str> {
+    object.owner_references().iter().find(|r| r.controller == Some(true)).map(|r| r.uid.as_str())
 }
 
-fn key_of(object: &DynamicObject) -> ObjectKey {
+fn key_of(object: &CachedObject) -> ObjectKey {
     (object.namespace().unwrap_or_default(), object.name_any())
 }
 
 pub struct Cache {
     pub kind: Kind,
-    store: Store<DynamicObject>,
+    store: Store<CachedObject>,
     index: Arc<RwLock<OwnerIndex>>,
     availability: watch::Receiver<Availability>,
     subscribers: Subscribers,
@@ -115,7 +115,7 @@ impl Cache {
         let task_subscribers = subscribers.clone();
         let task_index = index.clone();
         let task = tokio::spawn(async move {
-            let notify = |object: &DynamicObject| {
+            let notify = |object: &CachedObject| {
                 let subscribers = task_subscribers.read().unwrap_or_else(PoisonError::into_inner).clone();
                 for subscriber in subscribers {
                     subscriber.changed(&task_kind, object);
@@ -123,11 +123,8 @@ impl Cache {
             };
             // The index being rebuilt during a re-list.
             let mut relisted: Option<OwnerIndex> = None;
-            // managedFields are most of an object's bytes and no reconcile
-            // reads them; an update without them keeps the server's.
-            let objects = watcher(api, watcher::Config::default())
-                .default_backoff()
-                .modify(|object: &mut DynamicObject| object.metadata.managed_fields = None);
+            // Compact objects, without managedFields: see CachedObject.
+            let objects = watcher(api, watcher::Config::default()).default_backoff();
             let stream = reflector::reflector(writer, objects);
             let mut stream = std::pin::pin!(stream);
             while let Some(event) = stream.next().await {
@@ -198,13 +195,13 @@ impl Cache {
         let _ = availability.wait_for(|a| *a != Availability::Unknown).await;
     }
 
-    pub fn get(&self, namespace: &str, name: &str) -> Option<Arc<DynamicObject>> {
+    pub fn get(&self, namespace: &str, name: &str) -> Option<Arc<CachedObject>> {
         self.store.get(&ObjectRef::new_with(name, self.kind.resource.clone()).within(namespace))
     }
 
     /// The objects of this kind in `namespace` whose controller is
     /// `owner_uid`, ordered by name.
-    pub fn controlled_by(&self, namespace: &str, owner_uid: &str) -> Vec<Arc<DynamicObject>> {
+    pub fn controlled_by(&self, namespace: &str, owner_uid: &str) -> Vec<Arc<CachedObject>> {
         let keys = self.index.read().unwrap_or_else(PoisonError::into_inner).controlled_by(owner_uid);
         keys.into_iter()
             .filter(|(ns, _)| ns == namespace)

@@ -9,9 +9,12 @@
 
 use std::sync::Arc;
 
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::Resource;
 use kube::api::{DynamicObject, PostParams};
 use serde_json::Value;
 
+use super::cached_object::CachedObject;
 use super::caches::Cache;
 use super::compare::same_ignoring_nulls;
 use super::desired::{self, Owner};
@@ -39,21 +42,28 @@ impl Outcome {
 
 pub struct Applied {
     pub outcome: Outcome,
-    /// The object as the API server now has it.
-    pub object: DynamicObject,
+    /// The object as the API server now has it, as a module reads it.
+    pub json: String,
+    /// What was written, when something was.
+    pub written: Option<ObjectReference>,
 }
 
 pub async fn create_or_update(
     ctx: &Context,
     cache: &Cache,
     parent: &ParentView<'_>,
-    current: Option<Arc<DynamicObject>>,
+    current: Option<Arc<CachedObject>>,
     desired: Value,
 ) -> Result<Applied, ReconcileError> {
     let kind = &cache.kind;
     let api = kind.api(&ctx.client, parent.namespace);
     let params = PostParams { field_manager: Some(ctx.field_manager.clone()), ..PostParams::default() };
-    let mut current: Option<DynamicObject> = current.map(Arc::unwrap_or_clone);
+    // The current object as the module read it, and parsed to compare.
+    let mut current: Option<(String, Value)> = current.map(|cached| {
+        let json = cached.module_json(kind);
+        let value = serde_json::from_str(&json).unwrap_or_default();
+        (json, value)
+    });
     let mut desired = desired;
     let name = desired.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_owned();
     let api_error = |verb, source| ReconcileError::Api {
@@ -64,8 +74,8 @@ pub async fn create_or_update(
         source: Box::new(source),
     };
     for attempt in 1..=MAX_ATTEMPTS {
-        if let Some(current_object) = &current
-            && same_ignoring_nulls(&kind.to_value(current_object), &desired)
+        if let Some((current_json, current_value)) = &current
+            && same_ignoring_nulls(current_value, &desired)
         {
             tracing::debug!(
                 module = ctx.module_name,
@@ -76,7 +86,7 @@ pub async fn create_or_update(
                 kind.name()
             );
             ctx.metrics.wrote(kind.name(), Outcome::Unchanged.as_str());
-            return Ok(Applied { outcome: Outcome::Unchanged, object: current_object.clone() });
+            return Ok(Applied { outcome: Outcome::Unchanged, json: current_json.clone(), written: None });
         }
         let desired_object: DynamicObject = serde_json::from_value(desired)
             .map_err(|source| ReconcileError::InvalidOutput { problem: format!("{} {name}: {source}", kind.name()) })?;
@@ -97,7 +107,8 @@ pub async fn create_or_update(
                     kind.name()
                 );
                 ctx.metrics.wrote(kind.name(), outcome.as_str());
-                return Ok(Applied { outcome, object });
+                let written = Some(object.object_ref(&kind.resource));
+                return Ok(Applied { outcome, json: kind.to_json(&object), written });
             }
             Err(kube::Error::Api(status)) if status.code == 409 => {
                 tracing::info!(
@@ -113,8 +124,12 @@ pub async fn create_or_update(
                 if attempt == MAX_ATTEMPTS {
                     break;
                 }
-                current = api.get_opt(&name).await.map_err(|source| api_error("get", source))?;
-                desired = ask_again(ctx, cache, parent, &name, current.as_ref())?;
+                let fresh = api.get_opt(&name).await.map_err(|source| api_error("get", source))?;
+                current = fresh.map(|object| {
+                    let value = kind.to_value(&object);
+                    (value.to_string(), value)
+                });
+                desired = ask_again(ctx, cache, parent, &name, current.as_ref().map(|(json, _)| json.as_str()))?;
             }
             Err(source) => {
                 ctx.metrics.wrote(kind.name(), "failed");
@@ -139,7 +154,7 @@ fn ask_again(
     cache: &Cache,
     parent: &ParentView<'_>,
     name: &str,
-    current: Option<&DynamicObject>,
+    current: Option<&str>,
 ) -> Result<Value, ReconcileError> {
     let kind = &cache.kind;
     let same = |text: &String| {
@@ -149,7 +164,7 @@ fn ask_again(
         })
     };
     let mut owned: Vec<String> = parent.owned.iter().filter(|text| !same(text)).cloned().collect();
-    owned.extend(current.map(|c| kind.to_json(c)));
+    owned.extend(current.map(str::to_owned));
     let answer = match ctx.call(parent.module, "desired", |m| m.desired(parent.json, &owned, parent.related)) {
         Ok(answer) => answer,
         // The module refuses the object as it is now (e.g. it has another

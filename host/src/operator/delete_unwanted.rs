@@ -4,8 +4,9 @@
 //! else is ever touched.
 
 use kube::ResourceExt;
-use kube::api::{DeleteParams, DynamicObject, Preconditions, PropagationPolicy};
+use kube::api::{DeleteParams, Preconditions, PropagationPolicy};
 
+use super::cached_object::CachedObject;
 use super::caches::Cache;
 use super::{Context, ParentView, ReconcileError};
 
@@ -14,7 +15,7 @@ pub async fn delete_unwanted(
     ctx: &Context,
     cache: &Cache,
     parent: &ParentView<'_>,
-    current: &DynamicObject,
+    current: &CachedObject,
 ) -> Result<bool, ReconcileError> {
     let kind = &cache.kind;
     let name = current.name_any();

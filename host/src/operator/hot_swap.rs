@@ -16,10 +16,11 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
+use kube::Resource;
 use kube::ResourceExt;
-use kube::api::DynamicObject;
 use kube::runtime::reflector::ObjectRef;
 
+use super::cached_object::CachedObject;
 use super::metrics::ModuleMetrics;
 use super::references::ParentKey;
 use super::{Context, inputs};
@@ -478,10 +479,10 @@ fn same_kinds(active: &Manifest, candidate: &Manifest) -> Result<(), String> {
 /// fail with the candidate (beyond the allowed count). Answers how many
 /// parents were checked.
 fn dry_run(ctx: &Context, active: &LogicModule, candidate: &LogicModule) -> Result<usize, String> {
-    let parents: Vec<Arc<DynamicObject>> = ctx.parents.state();
+    let parents: Vec<Arc<CachedObject>> = ctx.parents.state();
     let mut regressions = Vec::new();
     let mut checked = 0;
-    for parent in parents.iter().filter(|p| p.metadata.deletion_timestamp.is_none()) {
+    for parent in parents.iter().filter(|p| p.meta().deletion_timestamp.is_none()) {
         checked += 1;
         if inputs::dry_run(ctx, active, parent).is_err() {
             continue;

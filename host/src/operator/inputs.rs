@@ -5,8 +5,9 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use kube::api::DynamicObject;
+use kube::Resource;
 
+use super::cached_object::CachedObject;
 use super::caches::Availability;
 use super::desired::{self, Owner};
 use super::references::Related;
@@ -19,7 +20,7 @@ use crate::modules::{CallError, LogicModule};
 pub struct Inputs {
     pub related_keys: BTreeSet<Related>,
     pub related: Vec<String>,
-    pub current: Vec<(usize, Arc<DynamicObject>)>,
+    pub current: Vec<(usize, Arc<CachedObject>)>,
     pub current_json: Vec<String>,
 }
 
@@ -29,11 +30,11 @@ pub fn inputs(
     ctx: &Context,
     calls: Calls,
     module: &LogicModule,
-    parent: &DynamicObject,
+    parent: &CachedObject,
     parent_json: &str,
 ) -> Result<Inputs, ReconcileError> {
-    let namespace = parent.metadata.namespace.as_deref().unwrap_or_default();
-    let uid = parent.metadata.uid.as_deref().unwrap_or_default();
+    let namespace = parent.meta().namespace.as_deref().unwrap_or_default();
+    let uid = parent.meta().uid.as_deref().unwrap_or_default();
     let references = match ctx.call_as(calls, module, "references", |m| m.references(parent_json)) {
         Ok(references) => references,
         // An invalid parent: desired reports it with every path.
@@ -57,11 +58,11 @@ pub fn inputs(
             name: reference.name.clone(),
         });
         if let Some(object) = cache.get(related_namespace, &reference.name) {
-            related.push(cache.kind.to_json(&object));
+            related.push(object.module_json(&cache.kind));
         }
     }
     // The children it controls now, from the caches, in manifest order.
-    let current: Vec<(usize, Arc<DynamicObject>)> = ctx
+    let current: Vec<(usize, Arc<CachedObject>)> = ctx
         .owned
         .iter()
         .enumerate()
@@ -69,18 +70,18 @@ pub fn inputs(
         .flat_map(|(index, cache)| cache.controlled_by(namespace, uid).into_iter().map(move |object| (index, object)))
         .collect();
     let current_json: Vec<String> =
-        current.iter().map(|(index, object)| ctx.owned[*index].kind.to_json(object)).collect();
+        current.iter().map(|(index, object)| object.module_json(&ctx.owned[*index].kind)).collect();
     Ok(Inputs { related_keys, related, current, current_json })
 }
 
 /// What `module` would want for `parent` now, checked as a reconcile checks
 /// it, without writing anything: the dry run of a module about to be swapped
 /// in. `Ok` holds how many objects it answered.
-pub fn dry_run(ctx: &Context, module: &LogicModule, parent: &DynamicObject) -> Result<usize, String> {
-    let (Some(namespace), Some(uid)) = (parent.metadata.namespace.as_deref(), parent.metadata.uid.as_deref()) else {
+pub fn dry_run(ctx: &Context, module: &LogicModule, parent: &CachedObject) -> Result<usize, String> {
+    let (Some(namespace), Some(uid)) = (parent.meta().namespace.as_deref(), parent.meta().uid.as_deref()) else {
         return Err(ReconcileError::MissingMetadata.to_string());
     };
-    let parent_json = ctx.kinds.parent.to_json(parent);
+    let parent_json = parent.module_json(&ctx.kinds.parent);
     let inputs = inputs(ctx, Calls::Unrecorded, module, parent, &parent_json).map_err(|e| e.to_string())?;
     let answer = ctx
         .call_as(Calls::Unrecorded, module, "desired", |m| {

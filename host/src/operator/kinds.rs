@@ -1,7 +1,7 @@
 //! The kinds a module's manifest names, as the API client needs them.
 
-use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject};
+use kube::{Client, Resource};
 
 use crate::modules::{KindInfo, Manifest};
 
@@ -67,7 +67,11 @@ impl Kind {
     }
 
     /// The API the operator watches: one namespace, or all of them.
-    pub fn watch_api(&self, client: &Client, namespace: Option<&str>) -> Api<DynamicObject> {
+    pub fn watch_api<K: Resource<DynamicType = ApiResource, Scope = kube::core::DynamicResourceScope>>(
+        &self,
+        client: &Client,
+        namespace: Option<&str>,
+    ) -> Api<K> {
         match namespace {
             Some(namespace) => Api::namespaced_with(client.clone(), namespace, &self.resource),
             None => Api::all_with(client.clone(), &self.resource),

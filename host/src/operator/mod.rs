@@ -7,6 +7,7 @@
 
 pub mod api_requests;
 mod backoff;
+pub mod cached_object;
 pub mod caches;
 pub mod compare;
 mod create_or_update;
@@ -39,6 +40,7 @@ use tokio::sync::{mpsc, watch};
 
 use crate::modules::{CallError, CallResult, LogicError, LogicModule, ModuleSlot, Reconciler};
 use backoff::Backoff;
+use cached_object::CachedObject;
 use caches::{Cache, CacheEvents, Caches};
 use kinds::{Kind, KindError, Kinds};
 use leader::{LeaderElection, LeaderElectionOptions, LeaderError};
@@ -140,9 +142,9 @@ pub struct Context {
     status_memo: status::StatusMemo,
     resync_period: Duration,
     /// The parents, as the controller's watch caches them.
-    pub parents: reflector::Store<DynamicObject>,
+    pub parents: reflector::Store<CachedObject>,
     /// Queues a parent for a reconcile (a rollout after a swap).
-    requeue: mpsc::UnboundedSender<ObjectRef<DynamicObject>>,
+    requeue: mpsc::UnboundedSender<ObjectRef<CachedObject>>,
     swap: Arc<hot_swap::SwapState>,
     swap_policy: hot_swap::SwapPolicy,
     /// This module's own writes, so their watch events wake no reconcile.
@@ -252,7 +254,7 @@ pub enum Calls {
 
 /// The parent a watch event says was deleted. A CR without finalizers is
 /// never reconciled once gone, so this is where its bookkeeping is dropped.
-fn deleted_parent(event: &watcher::Event<DynamicObject>) -> Option<ParentKey> {
+fn deleted_parent(event: &watcher::Event<CachedObject>) -> Option<ParentKey> {
     match event {
         watcher::Event::Delete(parent) => Some((parent.namespace()?, parent.name_any())),
         _ => None,
@@ -263,7 +265,7 @@ fn deleted_parent(event: &watcher::Event<DynamicObject>) -> Option<ParentKey> {
 /// module version the whole reconcile runs on.
 pub struct ParentView<'a> {
     pub module: &'a LogicModule,
-    pub object: &'a DynamicObject,
+    pub object: &'a CachedObject,
     pub json: &'a str,
     pub namespace: &'a str,
     pub name: &'a str,
@@ -281,7 +283,7 @@ struct Triggers {
     reads: Vec<Kind>,
     references: Arc<ReferenceIndex>,
     own_writes: Arc<OwnWrites>,
-    parents: mpsc::UnboundedSender<ObjectRef<DynamicObject>>,
+    parents: mpsc::UnboundedSender<ObjectRef<CachedObject>>,
     everything: mpsc::UnboundedSender<()>,
 }
 
@@ -292,7 +294,7 @@ impl Triggers {
 }
 
 impl CacheEvents for Triggers {
-    fn changed(&self, kind: &Kind, object: &DynamicObject) {
+    fn changed(&self, kind: &Kind, object: &CachedObject) {
         let Some(namespace) = object.namespace() else { return };
         if self.reads.iter().any(|k| k.key() == kind.key()) {
             let related =
@@ -337,8 +339,8 @@ struct Prepared {
     reads: Vec<Arc<Cache>>,
     references: Arc<ReferenceIndex>,
     own_writes: Arc<OwnWrites>,
-    requeue: mpsc::UnboundedSender<ObjectRef<DynamicObject>>,
-    parents: mpsc::UnboundedReceiver<ObjectRef<DynamicObject>>,
+    requeue: mpsc::UnboundedSender<ObjectRef<CachedObject>>,
+    parents: mpsc::UnboundedReceiver<ObjectRef<CachedObject>>,
     everything: mpsc::UnboundedReceiver<()>,
 }
 
@@ -616,11 +618,11 @@ impl Drop for AbortOnDrop {
 #[allow(clippy::too_many_arguments)]
 fn controller_for(
     ctx: Arc<Context>,
-    parent_writer: reflector::store::Writer<DynamicObject>,
+    parent_writer: reflector::store::Writer<CachedObject>,
     client: &Client,
     namespace: Option<&str>,
     concurrency: u16,
-    parents_rx: mpsc::UnboundedReceiver<ObjectRef<DynamicObject>>,
+    parents_rx: mpsc::UnboundedReceiver<ObjectRef<CachedObject>>,
     everything_rx: mpsc::UnboundedReceiver<()>,
     stopped: impl Future<Output = ()> + Send + Sync + 'static,
 ) -> impl Future<Output = ()> {
@@ -629,9 +631,8 @@ fn controller_for(
     let forgetting = ctx.clone();
     let own_writes = ctx.own_writes.clone();
     let parent_id = parent_kind.id();
-    // managedFields are most of a parent's bytes and no reconcile reads them.
-    let parent_watch = watcher(parent_kind.watch_api(client, namespace), watcher::Config::default())
-        .modify(|parent: &mut DynamicObject| parent.metadata.managed_fields = None);
+    // Compact parents, without managedFields: see CachedObject.
+    let parent_watch = watcher(parent_kind.watch_api(client, namespace), watcher::Config::default());
     let parents = reflector(parent_writer, parent_watch)
         .inspect_ok(move |event| {
             if let Some(parent) = deleted_parent(event) {
@@ -642,7 +643,7 @@ fn controller_for(
         // The store has it; a status the reconcile wrote itself wakes nothing.
         .try_filter(move |parent| {
             let id = (parent_id.clone(), parent.namespace().unwrap_or_default(), parent.name_any());
-            let echo = own_writes.is_echo(&id, parent.metadata.resource_version.as_deref());
+            let echo = own_writes.is_echo(&id, parent.resource_version().as_deref());
             std::future::ready(!echo)
         });
     let module = ctx.module_name.clone();
@@ -677,19 +678,12 @@ fn instance_name(options: &Options) -> String {
 mod tests {
     use super::*;
 
-    fn parent(namespace: Option<&str>) -> DynamicObject {
-        let resource = kube::api::ApiResource {
-            group: "example.c5c3.io".into(),
-            version: "v1".into(),
-            api_version: "example.c5c3.io/v1".into(),
-            kind: "Widget".into(),
-            plural: "widgets".into(),
+    fn parent(namespace: Option<&str>) -> CachedObject {
+        let metadata = match namespace {
+            Some(namespace) => serde_json::json!({"name": "cache", "namespace": namespace}),
+            None => serde_json::json!({"name": "cache"}),
         };
-        let object = DynamicObject::new("cache", &resource);
-        match namespace {
-            Some(namespace) => object.within(namespace),
-            None => object,
-        }
+        serde_json::from_value(serde_json::json!({"metadata": metadata})).expect("an object")
     }
 
     #[test]

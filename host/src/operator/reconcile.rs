@@ -8,9 +8,10 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Instant;
 
-use kube::api::DynamicObject;
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
+
+use super::cached_object::CachedObject;
 
 use super::caches::Availability;
 use super::create_or_update::{Outcome, create_or_update};
@@ -21,7 +22,7 @@ use super::status::{write_stalled, write_status};
 use super::{Calls, Context, ParentView, ReconcileError, hot_swap};
 use crate::modules::{CallError, LogicModule};
 
-pub async fn reconcile(parent: Arc<DynamicObject>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
+pub async fn reconcile(parent: Arc<CachedObject>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
     let started = Instant::now();
     // One module version for the whole reconcile, even if a swap happens
     // meanwhile: the next reconcile takes the new one.
@@ -58,7 +59,7 @@ pub async fn reconcile(parent: Arc<DynamicObject>, ctx: Arc<Context>) -> Result<
 }
 
 /// Requeue a failed reconcile with a per-parent exponential backoff.
-pub fn error_policy(parent: Arc<DynamicObject>, error: &ReconcileError, ctx: Arc<Context>) -> Action {
+pub fn error_policy(parent: Arc<CachedObject>, error: &ReconcileError, ctx: Arc<Context>) -> Action {
     let key = (parent.namespace().unwrap_or_default(), parent.name_any());
     let delay = ctx.backoff.next(&key);
     tracing::warn!(
@@ -79,21 +80,21 @@ enum Verdict {
 }
 
 async fn reconcile_parent(
-    parent: &DynamicObject,
+    parent: &CachedObject,
     ctx: &Context,
     module: &LogicModule,
 ) -> Result<Verdict, ReconcileError> {
-    let (Some(namespace), Some(uid)) = (parent.metadata.namespace.as_deref(), parent.metadata.uid.as_deref()) else {
+    let (Some(namespace), Some(uid)) = (parent.meta().namespace.as_deref(), parent.meta().uid.as_deref()) else {
         return Err(ReconcileError::MissingMetadata);
     };
-    let name = parent.metadata.name.as_deref().unwrap_or_default();
+    let name = parent.meta().name.as_deref().unwrap_or_default();
     let parent_key = (namespace.to_owned(), name.to_owned());
-    if parent.metadata.deletion_timestamp.is_some() {
+    if parent.meta().deletion_timestamp.is_some() {
         // The garbage collector removes the children; nothing to write.
         ctx.forget(&parent_key);
         return Ok(Verdict::Deleting);
     }
-    let parent_json = ctx.kinds.parent.to_json(parent);
+    let parent_json = parent.module_json(&ctx.kinds.parent);
     let regarding = parent.object_ref(&ctx.kinds.parent.resource);
 
     let Inputs { related_keys, related, current, current_json } =
@@ -142,7 +143,7 @@ async fn reconcile_parent(
         let existing = current.iter().find(|(i, o)| *i == kind_index && o.name_any() == child).map(|(_, o)| o.clone());
         if failure.is_some() {
             // Stopped at an earlier failure; the status still sees the rest.
-            owned_now.extend(existing.map(|o| cache.kind.to_json(&o)));
+            owned_now.extend(existing.map(|o| o.module_json(&cache.kind)));
             continue;
         }
         if cache.availability() != Availability::Served {
@@ -151,19 +152,18 @@ async fn reconcile_parent(
         }
         match create_or_update(ctx, cache, &view, existing, value).await {
             Ok(applied) => {
-                let reference = applied.object.object_ref(&cache.kind.resource);
-                match applied.outcome {
-                    Outcome::Created => {
+                match (applied.outcome, applied.written) {
+                    (Outcome::Created, Some(reference)) => {
                         let note = format!("Created {kind} {child}");
                         ctx.events.child_changed(&regarding, reference, "Created", "Create", note).await;
                     }
-                    Outcome::Updated => {
+                    (Outcome::Updated, Some(reference)) => {
                         let note = format!("Updated {kind} {child}");
                         ctx.events.child_changed(&regarding, reference, "Updated", "Update", note).await;
                     }
-                    Outcome::Unchanged => {}
+                    _ => {}
                 }
-                owned_now.push(cache.kind.to_json(&applied.object));
+                owned_now.push(applied.json);
             }
             Err(error) => failure = Some(error),
         }
@@ -177,7 +177,7 @@ async fn reconcile_parent(
             continue;
         }
         if failure.is_some() {
-            owned_now.push(cache.kind.to_json(object));
+            owned_now.push(object.module_json(&cache.kind));
             continue;
         }
         match delete_unwanted(ctx, cache, &view, object).await {
@@ -188,7 +188,7 @@ async fn reconcile_parent(
             }
             Ok(false) => {}
             Err(error) => {
-                owned_now.push(cache.kind.to_json(object));
+                owned_now.push(object.module_json(&cache.kind));
                 failure = Some(error);
             }
         }
@@ -224,7 +224,7 @@ async fn reconcile_parent(
 /// answered something unusable): a Warning event and a `Stalled` condition
 /// on the parent, written by the host since the module cannot. Nothing else
 /// changes.
-async fn module_failed(ctx: &Context, parent: &DynamicObject, reason: &'static str, error: &ReconcileError) {
+async fn module_failed(ctx: &Context, parent: &CachedObject, reason: &'static str, error: &ReconcileError) {
     let regarding = parent.object_ref(&ctx.kinds.parent.resource);
     ctx.events.warning(&regarding, reason, error.to_string()).await;
     if let Err(status_error) = write_stalled(ctx, parent, reason, &error.to_string()).await {

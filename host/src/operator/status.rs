@@ -3,8 +3,10 @@
 //! itself, `Stalled`, when the module failed and cannot report it.
 
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
 
+use super::cached_object::CachedObject;
 use super::compare::{merge_patch, same_ignoring_nulls};
 use super::references::ParentKey;
 use super::{Context, ParentView, ReconcileError};
@@ -22,19 +24,19 @@ pub async fn write_status(
         .map_err(|source| ReconcileError::Module { function: "status", source })?;
     let new: Value = serde_json::from_str(&text)
         .map_err(|source| ReconcileError::InvalidOutput { problem: format!("status: {source}") })?;
-    let old = parent.object.data.get("status").unwrap_or(&Value::Null);
-    if same_ignoring_nulls(old, &new) {
+    let old = parent.object.member("status");
+    if same_ignoring_nulls(&old, &new) {
         return Ok(false);
     }
     let key = (parent.namespace.to_owned(), parent.name.to_owned());
-    let based_on = parent.object.metadata.resource_version.clone();
+    let based_on = parent.object.resource_version();
     let written_hash = StatusMemo::hash(&text);
     if ctx.status_memo.already_written(&key, based_on.as_deref(), written_hash) {
         // The cached parent predates our own last write of this very status
         // (a child's event woke us before the parent's did): nothing to do.
         return Ok(false);
     }
-    let patch = json!({ "status": merge_patch(old, &new) });
+    let patch = json!({ "status": merge_patch(&old, &new) });
     let api: Api<DynamicObject> = ctx.kinds.parent.api(&ctx.client, parent.namespace);
     let params = patch_params(ctx);
     let patch = Patch::Merge(&patch);
@@ -73,16 +75,16 @@ pub const STALLED: &str = "Stalled";
 /// keeping the others; writes only when that changes something.
 pub async fn write_stalled(
     ctx: &Context,
-    parent: &DynamicObject,
+    parent: &CachedObject,
     reason: &str,
     message: &str,
 ) -> Result<bool, ReconcileError> {
-    let (Some(namespace), Some(name)) = (parent.metadata.namespace.as_deref(), parent.metadata.name.as_deref()) else {
+    let (Some(namespace), Some(name)) = (parent.meta().namespace.as_deref(), parent.meta().name.as_deref()) else {
         return Err(ReconcileError::MissingMetadata);
     };
     let now = now();
-    let current = parent.data.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
-    let Some(conditions) = with_stalled(current, reason, message, parent.metadata.generation, &now) else {
+    let current = parent.member("status").get("conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+    let Some(conditions) = with_stalled(current, reason, message, parent.meta().generation, &now) else {
         return Ok(false);
     };
     let patch = json!({ "status": { "conditions": conditions } });

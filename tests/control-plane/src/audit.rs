@@ -100,11 +100,15 @@ pub(crate) fn read(path: &Path, from: AuditMark) -> Result<Vec<AuditEvent>, Erro
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(Error::io(format!("opening {}", path.display()), e)),
     };
-    let mut text = String::new();
+    let mut bytes = Vec::new();
     file.seek(SeekFrom::Start(from.0))
-        .and_then(|_| file.read_to_string(&mut text))
+        .and_then(|_| file.read_to_end(&mut bytes))
         .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
-    let complete = text.rfind('\n').map_or("", |end| &text[..end]);
+    // Cut before decoding: the line being written may end mid-character.
+    let complete = bytes.iter().rposition(|b| *b == b'\n').map_or(&bytes[..0], |end| &bytes[..end]);
+    let complete = std::str::from_utf8(complete).map_err(|e| {
+        Error::io(format!("reading {}", path.display()), std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+    })?;
     let mut events = Vec::new();
     for (index, line) in complete.lines().enumerate() {
         if line.trim().is_empty() {

@@ -1,0 +1,173 @@
+//! An object as the caches keep it: the few metadata fields the host reads,
+//! and the whole object as compact JSON text, which is what a module reads
+//! anyway. A `serde_json::Value` tree of a Deployment takes several times
+//! its text; at ten thousand parents with their children that difference is
+//! most of the operator's memory. managedFields are dropped (no reconcile
+//! reads them), and so are apiVersion and kind, which list items leave out
+//! and the cache's kind supplies.
+
+use std::borrow::Cow;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+use kube::Resource;
+use kube::api::ApiResource;
+use kube::core::DynamicResourceScope;
+use serde::{Deserialize, Deserializer};
+use serde_json::{Map, Value};
+
+use super::kinds::Kind;
+
+#[derive(Clone, Debug)]
+pub struct CachedObject {
+    /// name, namespace, uid, resourceVersion, generation, deletionTimestamp
+    /// and ownerReferences; the rest is in `json`.
+    metadata: ObjectMeta,
+    /// The object without apiVersion, kind and managedFields.
+    json: Box<str>,
+}
+
+impl CachedObject {
+    /// The object as a module reads it: with its kind's apiVersion and kind.
+    pub fn module_json(&self, kind: &Kind) -> String {
+        let head = format!(
+            "{{\"apiVersion\":{},\"kind\":{}",
+            Value::from(kind.resource.api_version.as_str()),
+            Value::from(kind.resource.kind.as_str())
+        );
+        match self.json.strip_prefix('{') {
+            Some("}") | None => head + "}",
+            Some(members) => head + "," + members,
+        }
+    }
+
+    /// [`Self::module_json`] parsed, to compare with what a module wants.
+    pub fn module_value(&self, kind: &Kind) -> Value {
+        // Text this type wrote from a JSON object parses back.
+        serde_json::from_str(&self.module_json(kind)).unwrap_or_default()
+    }
+
+    /// One top-level member, such as `status`; `Null` when absent.
+    pub fn member(&self, name: &str) -> Value {
+        let object: Map<String, Value> = serde_json::from_str(&self.json).unwrap_or_default();
+        object.get(name).cloned().unwrap_or(Value::Null)
+    }
+
+    fn from_map(mut object: Map<String, Value>) -> Self {
+        object.remove("apiVersion");
+        object.remove("kind");
+        let mut metadata = ObjectMeta::default();
+        if let Some(Value::Object(meta)) = object.get_mut("metadata") {
+            meta.remove("managedFields");
+            let text = |key: &str| meta.get(key).and_then(Value::as_str).map(str::to_owned);
+            metadata.name = text("name");
+            metadata.namespace = text("namespace");
+            metadata.uid = text("uid");
+            metadata.resource_version = text("resourceVersion");
+            metadata.generation = meta.get("generation").and_then(Value::as_i64);
+            metadata.deletion_timestamp = meta.get("deletionTimestamp").and_then(|t| Time::deserialize(t).ok());
+            metadata.owner_references =
+                meta.get("ownerReferences").and_then(|r| Vec::<OwnerReference>::deserialize(r).ok());
+        }
+        // A map of JSON values always serializes.
+        let json = serde_json::to_string(&object).unwrap_or_default().into_boxed_str();
+        Self { metadata, json }
+    }
+}
+
+impl<'de> Deserialize<'de> for CachedObject {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Map::<String, Value>::deserialize(deserializer).map(Self::from_map)
+    }
+}
+
+impl Resource for CachedObject {
+    type DynamicType = ApiResource;
+    type Scope = DynamicResourceScope;
+
+    fn group(resource: &ApiResource) -> Cow<'_, str> {
+        resource.group.as_str().into()
+    }
+
+    fn version(resource: &ApiResource) -> Cow<'_, str> {
+        resource.version.as_str().into()
+    }
+
+    fn kind(resource: &ApiResource) -> Cow<'_, str> {
+        resource.kind.as_str().into()
+    }
+
+    fn api_version(resource: &ApiResource) -> Cow<'_, str> {
+        resource.api_version.as_str().into()
+    }
+
+    fn plural(resource: &ApiResource) -> Cow<'_, str> {
+        resource.plural.as_str().into()
+    }
+
+    fn meta(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kube::ResourceExt;
+    use serde_json::json;
+
+    use super::*;
+    use crate::modules::KindInfo;
+
+    fn deployments() -> Kind {
+        let info = KindInfo {
+            group: "apps".into(),
+            version: "v1".into(),
+            kind: "Deployment".into(),
+            plural: "deployments".into(),
+            namespaced: true,
+        };
+        Kind::from_info(&info).expect("namespaced")
+    }
+
+    #[test]
+    fn keeps_what_the_host_reads_and_the_object_without_managed_fields() {
+        let server = json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {
+                "name": "web", "namespace": "team", "uid": "u-1", "resourceVersion": "42", "generation": 3,
+                "labels": {"app": "web"},
+                "deletionTimestamp": "2026-11-23T10:00:00Z",
+                "ownerReferences": [{"apiVersion": "x/v1", "kind": "X", "name": "p", "uid": "p-1", "controller": true}],
+                "managedFields": [{"manager": "kubectl", "operation": "Apply"}],
+            },
+            "spec": {"replicas": 2, "template": {"metadata": {"creationTimestamp": null}}},
+        });
+        let cached: CachedObject = serde_json::from_value(server.clone()).expect("an object");
+        assert_eq!((cached.name_any(), cached.namespace()), ("web".to_owned(), Some("team".to_owned())));
+        assert_eq!(cached.uid().as_deref(), Some("u-1"));
+        assert_eq!(cached.resource_version().as_deref(), Some("42"));
+        assert_eq!(cached.meta().generation, Some(3));
+        assert!(cached.meta().deletion_timestamp.is_some());
+        assert_eq!(cached.owner_references()[0].uid, "p-1");
+        assert!(cached.meta().labels.is_none(), "labels stay in the JSON only");
+
+        let mut expected = server;
+        expected["metadata"].as_object_mut().expect("metadata").remove("managedFields");
+        assert_eq!(cached.module_value(&deployments()), expected);
+        assert_eq!(cached.member("spec")["replicas"], 2);
+        assert_eq!(cached.member("status"), Value::Null);
+    }
+
+    #[test]
+    fn a_list_item_gets_its_kind_from_the_cache() {
+        let item: CachedObject = serde_json::from_str(r#"{"metadata":{"name":"web"}}"#).expect("an object");
+        let json: Value = serde_json::from_str(&item.module_json(&deployments())).expect("JSON");
+        assert_eq!(json, json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}}));
+        let empty: CachedObject = serde_json::from_str("{}").expect("an object");
+        assert_eq!(empty.module_value(&deployments()), json!({"apiVersion": "apps/v1", "kind": "Deployment"}));
+        assert!(serde_json::from_str::<CachedObject>("[1]").is_err(), "not an object");
+    }
+}
