@@ -158,10 +158,8 @@ async fn its_own_writes_wake_no_reconcile_and_other_changes_do() {
     let labelled = json!({"metadata": {"labels": {"edited-by": "someone-else"}}});
     let services = ns.api(&resource_of("Service"));
     services.patch("echo", &PatchParams::default(), &Patch::Merge(&labelled)).await.expect("labelling the Service");
-    eventually("a reconcile for the edited Service", || async {
-        (operator.reconciles("success") >= 2).then_some(())
-    })
-    .await;
+    eventually("a reconcile for the edited Service", || async { (operator.reconciles("success") >= 2).then_some(()) })
+        .await;
     assert_eq!(settled(&operator).await, 2, "one edit, one reconcile");
 }
 
