@@ -351,6 +351,7 @@ pub fn push_command(file: &std::path::Path, reference: &str, registry: &Registry
 
 /// `run`: every module, one controller each, until SIGTERM or Ctrl-C.
 pub fn run_command(flavor: &Flavor, module_args: &ModuleArgs, args: RunArgs) -> Result<ExitCode> {
+    crate::allocator::tune_for_a_long_running_process();
     init_logging(args.log_format);
     let engine = engine()?;
     let modules = load_modules(&engine, flavor, module_args)?;

@@ -4,6 +4,7 @@
 //! process, and does all the I/O around them. It knows no particular
 //! custom resource.
 
+pub mod allocator;
 pub mod cli;
 pub mod modules;
 pub mod operator;
