@@ -7,12 +7,15 @@
 //! and the cache's kind supplies.
 
 use std::borrow::Cow;
+use std::fmt;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use kube::Resource;
 use kube::api::ApiResource;
 use kube::core::DynamicResourceScope;
+use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::kinds::Kind;
@@ -52,31 +55,77 @@ impl CachedObject {
         object.get(name).cloned().unwrap_or(Value::Null)
     }
 
-    fn from_map(mut object: Map<String, Value>) -> Self {
-        object.remove("apiVersion");
-        object.remove("kind");
-        let mut metadata = ObjectMeta::default();
-        if let Some(Value::Object(meta)) = object.get_mut("metadata") {
-            meta.remove("managedFields");
-            let text = |key: &str| meta.get(key).and_then(Value::as_str).map(str::to_owned);
-            metadata.name = text("name");
-            metadata.namespace = text("namespace");
-            metadata.uid = text("uid");
-            metadata.resource_version = text("resourceVersion");
-            metadata.generation = meta.get("generation").and_then(Value::as_i64);
-            metadata.deletion_timestamp = meta.get("deletionTimestamp").and_then(|t| Time::deserialize(t).ok());
-            metadata.owner_references =
-                meta.get("ownerReferences").and_then(|r| Vec::<OwnerReference>::deserialize(r).ok());
+    /// Built from the members of a served object: `metadata` parsed (it is
+    /// small once managedFields go), every other member kept as the text it
+    /// came in, so a watch event costs no JSON tree of its spec and status.
+    fn assemble(metadata: Option<Map<String, Value>>, members: Vec<(String, Box<RawValue>)>) -> Self {
+        let mut json = String::from("{");
+        let mut meta = ObjectMeta::default();
+        if let Some(mut metadata) = metadata {
+            metadata.remove("managedFields");
+            meta = slim_metadata(&metadata);
+            json.push_str("\"metadata\":");
+            // A map of JSON values always serializes.
+            json.push_str(&serde_json::to_string(&metadata).unwrap_or_else(|_| "{}".to_owned()));
         }
-        // A map of JSON values always serializes.
-        let json = serde_json::to_string(&object).unwrap_or_default().into_boxed_str();
-        Self { metadata, json }
+        for (key, value) in members {
+            if json.len() > 1 {
+                json.push(',');
+            }
+            json.push_str(&Value::from(key).to_string());
+            json.push(':');
+            json.push_str(value.get());
+        }
+        json.push('}');
+        Self { metadata: meta, json: json.into_boxed_str() }
+    }
+}
+
+/// name, namespace, uid, resourceVersion, generation, deletionTimestamp and
+/// ownerReferences: what the host reads; the rest stays in the JSON.
+fn slim_metadata(meta: &Map<String, Value>) -> ObjectMeta {
+    let text = |key: &str| meta.get(key).and_then(Value::as_str).map(str::to_owned);
+    ObjectMeta {
+        name: text("name"),
+        namespace: text("namespace"),
+        uid: text("uid"),
+        resource_version: text("resourceVersion"),
+        generation: meta.get("generation").and_then(Value::as_i64),
+        deletion_timestamp: meta.get("deletionTimestamp").and_then(|t| Time::deserialize(t).ok()),
+        owner_references: meta.get("ownerReferences").and_then(|r| Vec::<OwnerReference>::deserialize(r).ok()),
+        ..ObjectMeta::default()
     }
 }
 
 impl<'de> Deserialize<'de> for CachedObject {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Map::<String, Value>::deserialize(deserializer).map(Self::from_map)
+        deserializer.deserialize_map(ObjectVisitor)
+    }
+}
+
+struct ObjectVisitor;
+
+impl<'de> Visitor<'de> for ObjectVisitor {
+    type Value = CachedObject;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+        formatter.write_str("a Kubernetes object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<CachedObject, A::Error> {
+        let mut metadata = None;
+        let mut members = Vec::new();
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                // The cache's kind supplies them (list items lack them).
+                "apiVersion" | "kind" => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+                "metadata" => metadata = Some(map.next_value::<Map<String, Value>>()?),
+                _ => members.push((key, map.next_value::<Box<RawValue>>()?)),
+            }
+        }
+        Ok(CachedObject::assemble(metadata, members))
     }
 }
 
@@ -145,7 +194,7 @@ mod tests {
             },
             "spec": {"replicas": 2, "template": {"metadata": {"creationTimestamp": null}}},
         });
-        let cached: CachedObject = serde_json::from_value(server.clone()).expect("an object");
+        let cached: CachedObject = serde_json::from_str(&server.to_string()).expect("an object");
         assert_eq!((cached.name_any(), cached.namespace()), ("web".to_owned(), Some("team".to_owned())));
         assert_eq!(cached.uid().as_deref(), Some("u-1"));
         assert_eq!(cached.resource_version().as_deref(), Some("42"));
@@ -169,5 +218,30 @@ mod tests {
         let empty: CachedObject = serde_json::from_str("{}").expect("an object");
         assert_eq!(empty.module_value(&deployments()), json!({"apiVersion": "apps/v1", "kind": "Deployment"}));
         assert!(serde_json::from_str::<CachedObject>("[1]").is_err(), "not an object");
+    }
+
+    /// The two ways objects reach a cache: watch events and list pages,
+    /// as kube-runtime's watcher decodes them.
+    #[test]
+    fn watch_events_and_list_pages_decode() {
+        let event = r#"{"type":"MODIFIED","object":{"apiVersion":"apps/v1","kind":"Deployment",
+            "metadata":{"name":"web","namespace":"team","resourceVersion":"7","managedFields":[{"manager":"x"}]},
+            "spec":{"replicas":3,"selector":{"matchLabels":{"app":"web"}}},"status":{"replicas":3}}}"#;
+        let event: kube::core::WatchEvent<CachedObject> = serde_json::from_str(event).expect("a watch event");
+        let kube::core::WatchEvent::Modified(object) = event else { panic!("a modification") };
+        assert_eq!(object.resource_version().as_deref(), Some("7"));
+        assert_eq!(
+            object.module_value(&deployments()),
+            json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                   "metadata": {"name": "web", "namespace": "team", "resourceVersion": "7"},
+                   "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}}}, "status": {"replicas": 3}})
+        );
+
+        let page = r#"{"apiVersion":"apps/v1","kind":"DeploymentList","metadata":{"resourceVersion":"9"},
+            "items":[{"metadata":{"name":"a"},"spec":{"replicas":1}},{"metadata":{"name":"b"}}]}"#;
+        let page: kube::core::ObjectList<CachedObject> = serde_json::from_str(page).expect("a list page");
+        let names: Vec<String> = page.items.iter().map(ResourceExt::name_any).collect();
+        assert_eq!(names, ["a", "b"]);
+        assert_eq!(page.items[0].member("spec"), json!({"replicas": 1}));
     }
 }

@@ -683,7 +683,7 @@ mod tests {
             Some(namespace) => serde_json::json!({"name": "cache", "namespace": namespace}),
             None => serde_json::json!({"name": "cache"}),
         };
-        serde_json::from_value(serde_json::json!({"metadata": metadata})).expect("an object")
+        serde_json::from_str(&serde_json::json!({"metadata": metadata}).to_string()).expect("an object")
     }
 
     #[test]

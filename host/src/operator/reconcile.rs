@@ -12,7 +12,6 @@ use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 
 use super::cached_object::CachedObject;
-
 use super::caches::Availability;
 use super::create_or_update::{Outcome, create_or_update};
 use super::delete_unwanted::delete_unwanted;
