@@ -116,7 +116,8 @@ impl Events {
         action: &str,
         note: String,
     ) {
-        self.publish(regarding, EventType::Normal, reason, action, note, Some(child)).await;
+        let what = Occurrence { regarding, type_: EventType::Normal, reason, action, related: Some(child) };
+        self.publish(what, note).await;
     }
 
     pub async fn warning(&self, regarding: &ObjectReference, reason: &str, note: String) {
@@ -124,25 +125,18 @@ impl Events {
     }
 
     pub async fn warning_for(&self, regarding: &ObjectReference, reason: &str, action: &str, note: String) {
-        self.publish(regarding, EventType::Warning, reason, action, note, None).await;
+        self.publish(Occurrence { regarding, type_: EventType::Warning, reason, action, related: None }, note).await;
     }
 
     pub async fn normal(&self, regarding: &ObjectReference, reason: &str, action: &str, note: String) {
-        self.publish(regarding, EventType::Normal, reason, action, note, None).await;
+        self.publish(Occurrence { regarding, type_: EventType::Normal, reason, action, related: None }, note).await;
     }
 
     /// An event that cannot be written is logged, not fatal: events are an
     /// audit trail, not state.
-    async fn publish(
-        &self,
-        regarding: &ObjectReference,
-        type_: EventType,
-        reason: &str,
-        action: &str,
-        note: String,
-        related: Option<ObjectReference>,
-    ) {
-        let key = series_key(regarding, type_, reason, action, related.as_ref());
+    async fn publish(&self, what: Occurrence<'_>, note: String) {
+        let key = what.series_key();
+        let reason = what.reason;
         let now = Instant::now();
         let repeat = {
             let mut series = self.series.lock().unwrap_or_else(PoisonError::into_inner);
@@ -153,8 +147,8 @@ impl Events {
             Some((namespace, name, count)) => self.extend_series(&namespace, &name, count).await,
             None => {
                 // Cluster-scoped objects' events go to `default`, as kubectl looks for them.
-                let namespace = regarding.namespace.clone().unwrap_or_else(|| "default".to_owned());
-                let event = self.event(regarding, type_, reason, action, note, related, &namespace);
+                let namespace = what.regarding.namespace.clone().unwrap_or_else(|| "default".to_owned());
+                let event = self.event(what, note, &namespace);
                 let created = Api::<Event>::namespaced(self.client.clone(), &namespace)
                     .create(&PostParams::default(), &event)
                     .await;
@@ -177,27 +171,17 @@ impl Events {
             .map(drop)
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn event(
-        &self,
-        regarding: &ObjectReference,
-        type_: EventType,
-        reason: &str,
-        action: &str,
-        note: String,
-        related: Option<ObjectReference>,
-        namespace: &str,
-    ) -> Event {
+    fn event(&self, what: Occurrence<'_>, note: String, namespace: &str) -> Event {
         let now = jiff::Timestamp::now();
-        let regarding_name = regarding.name.as_deref().unwrap_or(&self.controller);
+        let regarding_name = what.regarding.name.as_deref().unwrap_or(&self.controller);
         Event {
-            action: Some(action.to_owned()),
-            reason: Some(reason.to_owned()),
+            action: Some(what.action.to_owned()),
+            reason: Some(what.reason.to_owned()),
             // The API server refuses notes over 1 kB.
             note: Some(truncate(note, 1000)),
             event_time: Some(MicroTime(now)),
-            regarding: Some(regarding.clone()),
-            related,
+            regarding: Some(what.regarding.clone()),
+            related: what.related,
             metadata: ObjectMeta {
                 namespace: Some(namespace.to_owned()),
                 name: Some(format!("{regarding_name}.{:x}", now.as_nanosecond())),
@@ -205,31 +189,37 @@ impl Events {
             },
             reporting_controller: Some(self.controller.clone()),
             reporting_instance: Some(self.instance.clone()),
-            type_: Some(type_.as_str().to_owned()),
+            type_: Some(what.type_.as_str().to_owned()),
             ..Event::default()
         }
     }
 }
 
-/// What makes two events one series: the object, type, reason, action and
-/// related object (the note may differ, as in client-go).
-fn series_key(
-    regarding: &ObjectReference,
+/// What happened, to what: everything of an event but its note.
+struct Occurrence<'a> {
+    regarding: &'a ObjectReference,
     type_: EventType,
-    reason: &str,
-    action: &str,
-    related: Option<&ObjectReference>,
-) -> u64 {
-    let mut hasher = DefaultHasher::new();
-    let identity = |reference: &ObjectReference, hasher: &mut DefaultHasher| {
-        (&reference.api_version, &reference.kind, &reference.namespace, &reference.name, &reference.uid).hash(hasher);
-    };
-    identity(regarding, &mut hasher);
-    (type_, reason, action).hash(&mut hasher);
-    if let Some(related) = related {
-        identity(related, &mut hasher);
+    reason: &'a str,
+    action: &'a str,
+    related: Option<ObjectReference>,
+}
+
+impl Occurrence<'_> {
+    /// What makes two events one series: all of the occurrence (the note
+    /// may differ, as in client-go).
+    fn series_key(&self) -> u64 {
+        let mut hasher = DefaultHasher::new();
+        let identity = |reference: &ObjectReference, hasher: &mut DefaultHasher| {
+            (&reference.api_version, &reference.kind, &reference.namespace, &reference.name, &reference.uid)
+                .hash(hasher);
+        };
+        identity(self.regarding, &mut hasher);
+        (self.type_, self.reason, self.action).hash(&mut hasher);
+        if let Some(related) = &self.related {
+            identity(related, &mut hasher);
+        }
+        hasher.finish()
     }
-    hasher.finish()
 }
 
 fn truncate(mut text: String, max: usize) -> String {
@@ -287,7 +277,8 @@ mod tests {
         };
         let parent = reference("Memcached", "web");
         let key = |reason, related: Option<&ObjectReference>| {
-            series_key(&parent, EventType::Normal, reason, "Create", related)
+            let related = related.cloned();
+            Occurrence { regarding: &parent, type_: EventType::Normal, reason, action: "Create", related }.series_key()
         };
         let deployment = reference("Deployment", "web");
         let service = reference("Service", "web");
