@@ -9,6 +9,8 @@
 //! checked again, but not once the resource trusts another key only.
 
 // Shared with tests that use all of it (blob_file, storage).
+#[path = "logic_module_support.rs"]
+mod logic_module_support;
 #[allow(dead_code)]
 #[path = "oci_registry.rs"]
 mod oci_registry;
@@ -21,6 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use logic_module_support::{LOGIC_MODULE_CRD, has, wait_logic_module};
 use oci_registry::OciRegistry;
 use operator_support::*;
 use serde_json::{Value, json};
@@ -30,7 +33,6 @@ use wasm_operator::operator::hot_swap::SwapPolicy;
 use wasm_operator::operator::logic_modules::LogicModuleOptions;
 
 const PARENTS: usize = 10;
-const LOGIC_MODULE_CRD: &str = include_str!("../deploy/logic-modules/logicmodules.wasm-operator.c5c3.io.yaml");
 const PASSWORD: &str = "module-signature-test";
 
 fn built(file: &str) -> PathBuf {
@@ -88,23 +90,6 @@ fn temp_dir(test: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("module-signature-{test}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("a temp dir");
     dir
-}
-
-/// The LogicModule `greeting` once its status describes its current spec
-/// and satisfies `check`.
-async fn wait_logic_module(api: &Api<DynamicObject>, what: &str, check: impl Fn(&Value) -> bool) -> Value {
-    eventually_within(Duration::from_secs(60), what, || async {
-        let resource = api.get("greeting").await.ok()?;
-        let status = resource.data.get("status").cloned().unwrap_or(Value::Null);
-        let current = status["observedGeneration"].as_i64() == resource.metadata.generation;
-        (current && check(&status)).then_some(status)
-    })
-    .await
-}
-
-fn has(status: &Value, type_: &str, state: &str, reason: &str) -> bool {
-    let condition = condition(status, type_);
-    condition["status"] == state && condition["reason"] == reason
 }
 
 async fn set_spec(api: &Api<DynamicObject>, spec: Value) -> Result<DynamicObject, kube::Error> {

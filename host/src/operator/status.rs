@@ -24,7 +24,7 @@ pub async fn write_status(
         .map_err(|source| ReconcileError::Module { function: "status", source })?;
     let new: Value = serde_json::from_str(&text)
         .map_err(|source| ReconcileError::InvalidOutput { problem: format!("status: {source}") })?;
-    let old = parent.object.member("status");
+    let old = parent.object.status();
     if same_ignoring_nulls(&old, &new) {
         return Ok(false);
     }
@@ -83,7 +83,7 @@ pub async fn write_stalled(
         return Err(ReconcileError::MissingMetadata);
     };
     let now = now();
-    let current = parent.member("status").get("conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+    let current = parent.status().get("conditions").and_then(Value::as_array).cloned().unwrap_or_default();
     let Some(conditions) = with_stalled(current, reason, message, parent.meta().generation, &now) else {
         return Ok(false);
     };
