@@ -127,8 +127,6 @@ fn active_digests(running: &Running) -> Vec<String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "an operator of this test does not stop within its wait since the session-6 host changes; \
-            known open bug, see the stop note: run with --ignored"]
 async fn a_logic_module_naming_a_public_key_loads_only_images_signed_with_it() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())

@@ -555,3 +555,24 @@ async fn objects_that_are_not_ours_are_never_deleted_nor_taken_over() {
     assert_eq!(controller_uid(&service), owner_cm.uid());
     ns.wait_for("Deployment", "cache").await;
 }
+
+/// A stop that comes as soon as the operator serves, often before its first
+/// list of the parents is complete (a rolling update that replaces a pod
+/// just started), stops it in time: kube-runtime's graceful shutdown alone
+/// waited for that list for ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_stopped_as_soon_as_it_serves_stops_in_time() {
+    let ns = TestNamespace::new("quick-stop").await;
+    for i in 0..3 {
+        ns.create_memcached(&format!("cache-{i}"), json!({})).await;
+    }
+    for round in 0..5 {
+        let operator = ns.start_operator().await;
+        let deadline = std::time::Instant::now() + WAIT;
+        while operator.metric("wasm_operator_module_info", "") == 0 {
+            assert!(std::time::Instant::now() < deadline, "round {round}: the module never served");
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        operator.stop().await.unwrap_or_else(|e| panic!("round {round}: {e}"));
+    }
+}

@@ -31,7 +31,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::{StreamExt, TryStreamExt};
+use futures::{FutureExt, StreamExt, TryStreamExt};
 use kube::api::DynamicObject;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Controller, WatchStreamExt, controller, reflector, watcher};
@@ -562,7 +562,7 @@ pub async fn run(
             options.concurrency,
             prepared.parents,
             prepared.everything,
-            stopped(),
+            stopped.clone(),
         );
         async move {
             controller.await;
@@ -616,7 +616,7 @@ impl Drop for AbortOnDrop {
 /// builds it, plus forgetting deleted parents), triggered also by its
 /// owned and read kinds' changes.
 #[allow(clippy::too_many_arguments)]
-fn controller_for(
+fn controller_for<Stopped>(
     ctx: Arc<Context>,
     parent_writer: reflector::store::Writer<CachedObject>,
     client: &Client,
@@ -624,10 +624,14 @@ fn controller_for(
     concurrency: u16,
     parents_rx: mpsc::UnboundedReceiver<ObjectRef<CachedObject>>,
     everything_rx: mpsc::UnboundedReceiver<()>,
-    stopped: impl Future<Output = ()> + Send + Sync + 'static,
-) -> impl Future<Output = ()> {
+    stopped: impl Fn() -> Stopped + Send + Sync + 'static,
+) -> impl Future<Output = ()>
+where
+    Stopped: Future<Output = ()> + Send + Sync + 'static,
+{
     let parent_kind = ctx.kinds.parent.clone();
     let parent_store = parent_writer.as_reader();
+    let parent_store_for_stop = parent_store.clone();
     let forgetting = ctx.clone();
     let own_writes = ctx.own_writes.clone();
     let parent_id = parent_kind.id();
@@ -651,8 +655,9 @@ fn controller_for(
         .with_config(controller::Config::default().concurrency(concurrency))
         .reconcile_on(receiver_stream(parents_rx))
         .reconcile_all_on(receiver_stream(everything_rx))
-        .graceful_shutdown_on(stopped)
+        .graceful_shutdown_on(stopped())
         .run(reconcile::reconcile, reconcile::error_policy, ctx)
+        .take_until(stopped_before_ready(parent_store_for_stop, stopped()))
         .for_each(move |result| {
             if let Err(error) = result {
                 match error {
@@ -663,6 +668,21 @@ fn controller_for(
             }
             std::future::ready(())
         })
+}
+
+/// Resolves when `stopped` does before the parents' first list is complete:
+/// then the controller must stop at once. A graceful shutdown would wait
+/// for ever, as kube-runtime's runner holds every reconcile until that
+/// list, which the shutdown itself cuts off; nothing has been reconciled
+/// yet, so nothing is cut short. Once the list is in, it never resolves and
+/// the graceful shutdown lets reconciles in flight finish.
+async fn stopped_before_ready(parents: reflector::Store<CachedObject>, stopped: impl Future<Output = ()>) {
+    stopped.await;
+    if parents.wait_until_ready().now_or_never().is_none() {
+        tracing::info!("stopping before the first list of the parents was complete: nothing to finish");
+        return;
+    }
+    std::future::pending::<()>().await;
 }
 
 fn instance_name(options: &Options) -> String {
