@@ -53,7 +53,7 @@ struct Operator<'a> {
 
 impl Operator<'_> {
     fn swaps(&self, result: &str) -> u64 {
-        self.running.metric("wasm_operator_module_swaps_total", &format!("result=\"{result}\""))
+        self.running.swaps(result)
     }
 
     async fn wait_swaps(&self, result: &str, count: u64) {
@@ -66,13 +66,7 @@ impl Operator<'_> {
 
     /// The digest the module_info metric reports as active.
     fn active_digest(&self) -> Vec<String> {
-        self.running
-            .metrics
-            .encode()
-            .lines()
-            .filter(|l| l.starts_with("wasm_operator_module_info{") && l.ends_with(" 1"))
-            .filter_map(|l| l.split("digest=\"").nth(1)?.split('"').next().map(str::to_owned))
-            .collect()
+        self.running.serving_digests()
     }
 }
 

@@ -5,7 +5,9 @@
 //! standby pulls, compiles and checks it too, and keeps the version the
 //! leader serves ready; when the leader stops, the standby takes over on
 //! that version: no compile, no swap, and no parent reconciled with the
-//! older version it was started on.
+//! older version it was started on. A takeover within a swap's watch
+//! window keeps that window: the new leader rolls the version back when it
+//! fails, as the old leader would have.
 
 #[path = "logic_module_support.rs"]
 mod logic_module_support;
@@ -20,7 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
-use logic_module_support::{LOGIC_MODULE_CRD, built, has, wait_logic_module};
+use logic_module_support::{GREETING_LOGIC_MODULE, LOGIC_MODULE_CRD, built, has, wait_logic_module};
 use oci_registry::OciRegistry;
 use operator_support::*;
 use serde_json::{Value, json};
@@ -47,7 +49,7 @@ impl Replica {
     }
 
     fn swaps(&self, result: &str) -> u64 {
-        self.0.metric("wasm_operator_module_swaps_total", &format!("result=\"{result}\""))
+        self.0.swaps(result)
     }
 
     /// The digests of a metric whose series are 1 per version.
@@ -75,6 +77,67 @@ impl Replica {
     }
 }
 
+/// A replica of the Greeting operator starting on `module`, with leader
+/// election (a short lease) and the LogicModule follower.
+async fn start_replica(ns: &TestNamespace<'_>, registry: &str, identity: &str, module: LogicModule) -> Replica {
+    let namespace = ns.namespace.clone();
+    let mut leader_election = LeaderElectionOptions::new(namespace.clone(), "greeting-ha".into(), identity.to_owned());
+    leader_election.lease_duration = Duration::from_secs(4);
+    leader_election.renew_deadline = Duration::from_secs(3);
+    leader_election.retry_period = Duration::from_millis(200);
+    let replica_options = Options {
+        leader_election: Some(leader_election),
+        swap_policy: SwapPolicy {
+            poll_interval: Duration::from_millis(100),
+            rollout_per_second: 200,
+            ..SwapPolicy::default()
+        },
+        logic_modules: Some(LogicModuleOptions {
+            registry: Arc::new(Registry::new(RegistryOptions {
+                insecure: vec![registry.to_owned()],
+                ..RegistryOptions::default()
+            })),
+            poll_interval: Duration::from_millis(500),
+        }),
+        ..options(&namespace)
+    };
+    let client = ns.plane.client(control_plane::User::Operator).await.expect("an operator client");
+    Replica(Running::start_slots(client, vec![ModuleSlot::new(module)], replica_options))
+}
+
+/// The Greeting CRD, `PARENTS` Greetings, the LogicModule CRD and a
+/// LogicModule naming `image`.
+async fn set_up(ns: &TestNamespace<'_>, module: &LogicModule, image: &str) -> Api<DynamicObject> {
+    let plane = ns.plane;
+    plane.apply_yaml(LOGIC_MODULE_CRD).await.expect("installing the LogicModule CRD");
+    plane.apply_yaml(&module.manifest().crd).await.expect("installing the Greeting CRD");
+    let greetings = ns.api(&gvk("example.c5c3.io", "v1", "Greeting", "greetings"));
+    for i in 0..PARENTS {
+        let greeting: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "example.c5c3.io/v1", "kind": "Greeting",
+            "metadata": {"name": format!("g-{i:03}")}, "spec": {"message": format!("hi {i}")},
+        }))
+        .expect("a Greeting");
+        greetings.create(&PostParams::default(), &greeting).await.expect("creating a Greeting");
+    }
+    let logic_modules: Api<DynamicObject> =
+        Api::all_with(ns.client.clone(), &gvk("wasm-operator.c5c3.io", "v1alpha1", "LogicModule", "logicmodules"));
+    let resource: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "wasm-operator.c5c3.io/v1alpha1", "kind": "LogicModule",
+        "metadata": {"name": "greeting"}, "spec": {"image": image},
+    }))
+    .expect("a LogicModule");
+    logic_modules.create(&PostParams::default(), &resource).await.expect("creating the LogicModule");
+    logic_modules
+}
+
+async fn point_at(logic_modules: &Api<DynamicObject>, image: &str) {
+    logic_modules
+        .patch("greeting", &PatchParams::default(), &Patch::Merge(json!({"spec": {"image": image}})))
+        .await
+        .expect("pointing the LogicModule at another image");
+}
+
 async fn configmap_data(ns: &TestNamespace<'_>) -> Vec<(String, Value)> {
     let params = ListParams::default().labels("app.kubernetes.io/managed-by=greeting-operator");
     let list = ns.api(&gvk("", "v1", "ConfigMap", "configmaps")).list(&params).await.expect("listing ConfigMaps");
@@ -96,6 +159,7 @@ async fn a_standby_compiles_ahead_and_takes_over_on_the_swapped_version_without_
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_test_writer()
         .try_init();
+    let _one_logic_module = GREETING_LOGIC_MODULE.lock().await;
     let (v1, v2) = (built("greeting.wasm"), built("greeting-v2.wasm"));
     let registry = OciRegistry::start("hot-swap-ha");
     let oci = Registry::new(RegistryOptions { insecure: vec![registry.address.clone()], ..RegistryOptions::default() });
@@ -105,62 +169,15 @@ async fn a_standby_compiles_ahead_and_takes_over_on_the_swapped_version_without_
 
     let ns = TestNamespace::new("hot-swap-ha").await;
     let plane = ns.plane;
-    plane.apply_yaml(LOGIC_MODULE_CRD).await.expect("installing the LogicModule CRD");
     let v1_module = || {
         LogicModule::from_bytes(memcached_tests::engine(), ModuleSource::Registry(v1_pinned.clone()), &v1, false)
             .expect("v1 loads")
     };
-    plane.apply_yaml(&v1_module().manifest().crd).await.expect("installing the Greeting CRD");
+    let logic_modules = set_up(&ns, &v1_module(), &v1_pinned).await;
     let greetings = ns.api(&gvk("example.c5c3.io", "v1", "Greeting", "greetings"));
-    for i in 0..PARENTS {
-        let greeting: DynamicObject = serde_json::from_value(json!({
-            "apiVersion": "example.c5c3.io/v1", "kind": "Greeting",
-            "metadata": {"name": format!("g-{i:03}")}, "spec": {"message": format!("hi {i}")},
-        }))
-        .expect("a Greeting");
-        greetings.create(&PostParams::default(), &greeting).await.expect("creating a Greeting");
-    }
-    let logic_modules: Api<DynamicObject> =
-        Api::all_with(ns.client.clone(), &gvk("wasm-operator.c5c3.io", "v1alpha1", "LogicModule", "logicmodules"));
-    let resource: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "wasm-operator.c5c3.io/v1alpha1", "kind": "LogicModule",
-        "metadata": {"name": "greeting"}, "spec": {"image": v1_pinned},
-    }))
-    .expect("a LogicModule");
-    logic_modules.create(&PostParams::default(), &resource).await.expect("creating the LogicModule");
 
     // Both replicas start on v1, the version the LogicModule names.
-    let replica = |identity: &str| {
-        let identity = identity.to_owned();
-        let module = v1_module();
-        let registry = registry.address.clone();
-        let namespace = ns.namespace.clone();
-        async move {
-            let mut leader_election =
-                LeaderElectionOptions::new(namespace.clone(), "greeting-ha".into(), identity.clone());
-            leader_election.lease_duration = Duration::from_secs(4);
-            leader_election.renew_deadline = Duration::from_secs(3);
-            leader_election.retry_period = Duration::from_millis(200);
-            let replica_options = Options {
-                leader_election: Some(leader_election),
-                swap_policy: SwapPolicy {
-                    poll_interval: Duration::from_millis(100),
-                    rollout_per_second: 200,
-                    ..SwapPolicy::default()
-                },
-                logic_modules: Some(LogicModuleOptions {
-                    registry: Arc::new(Registry::new(RegistryOptions {
-                        insecure: vec![registry],
-                        ..RegistryOptions::default()
-                    })),
-                    poll_interval: Duration::from_millis(500),
-                }),
-                ..options(&namespace)
-            };
-            let client = plane.client(control_plane::User::Operator).await.expect("an operator client");
-            Replica(Running::start_slots(client, vec![ModuleSlot::new(module)], replica_options))
-        }
-    };
+    let replica = |identity: &'static str| start_replica(&ns, &registry.address, identity, v1_module());
     let a = replica("replica-a").await;
     eventually("replica a to lead", || async { a.leads().then_some(()) }).await;
     wait_all(&ns, "every ConfigMap from v1", |_, d| d["revision"].is_null()).await;
@@ -174,10 +191,7 @@ async fn a_standby_compiles_ahead_and_takes_over_on_the_swapped_version_without_
 
     // v2 while a leads: a verifies and swaps; b compiles it ahead, checks
     // it, and keeps it ready.
-    logic_modules
-        .patch("greeting", &PatchParams::default(), &Patch::Merge(json!({"spec": {"image": v2_pinned}})))
-        .await
-        .expect("pointing the LogicModule at v2");
+    point_at(&logic_modules, &v2_pinned).await;
     let status = wait_logic_module(&logic_modules, "v2 active", |s| has(s, "Active", "True", "Serving")).await;
     assert_eq!(status["activeDigest"], digest(&v2));
     assert_eq!(a.swaps("succeeded"), 1);
@@ -217,6 +231,76 @@ async fn a_standby_compiles_ahead_and_takes_over_on_the_swapped_version_without_
         ns.operator_writes(mark).await.into_iter().filter(|w| w.resource.as_deref() == Some("configmaps")).collect();
     assert!(writes.iter().all(|w| w.name.as_deref() == Some("g-000")), "writes after the takeover: {writes:?}");
 
+    b.0.stop().await.expect("a clean stop");
+    logic_modules.delete("greeting", &Default::default()).await.expect("deleting the LogicModule");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_takeover_keeps_the_rollback_window_of_a_recent_swap() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+    let _one_logic_module = GREETING_LOGIC_MODULE.lock().await;
+    let (v2, fail_on_later) = (built("greeting-v2.wasm"), built("greeting-fail-on-later.wasm"));
+    let registry = OciRegistry::start("hot-swap-ha-window");
+    let oci = Registry::new(RegistryOptions { insecure: vec![registry.address.clone()], ..RegistryOptions::default() });
+    let repository = format!("{}/modules/greeting", registry.address);
+    let v2_pinned = oci.push(v2.clone(), &format!("{repository}:v2")).await.expect("pushing v2");
+    let later_pinned =
+        oci.push(fail_on_later.clone(), &format!("{repository}:fail-on-later")).await.expect("pushing fail-on-later");
+
+    let ns = TestNamespace::new("hot-swap-ha-window").await;
+    let v2_module = || {
+        LogicModule::from_bytes(memcached_tests::engine(), ModuleSource::Registry(v2_pinned.clone()), &v2, false)
+            .expect("v2 loads")
+    };
+    let logic_modules = set_up(&ns, &v2_module(), &v2_pinned).await;
+    let greetings = ns.api(&gvk("example.c5c3.io", "v1", "Greeting", "greetings"));
+    let a = start_replica(&ns, &registry.address, "replica-a", v2_module()).await;
+    eventually("replica a to lead", || async { a.leads().then_some(()) }).await;
+    wait_all(&ns, "every ConfigMap from v2", |_, d| d["revision"] == "2").await;
+    let b = start_replica(&ns, &registry.address, "replica-b", v2_module()).await;
+    wait_logic_module(&logic_modules, "v2 active", |s| has(s, "Active", "True", "Serving")).await;
+
+    // A version that behaves as v2 until a message starts with "later": it
+    // passes its dry run and goes live under a, on probation.
+    point_at(&logic_modules, &later_pinned).await;
+    let status = wait_logic_module(&logic_modules, "fail-on-later active, on probation", |s| {
+        has(s, "Active", "True", "Serving") && s["probation"].is_object()
+    })
+    .await;
+    assert_eq!(status["activeDigest"], digest(&fail_on_later));
+    assert_eq!(status["probation"]["previousDigest"], digest(&v2), "{status:#}");
+    assert_eq!(status["probation"]["previousReference"], v2_pinned, "{status:#}");
+    let mut both = vec![digest(&v2), digest(&fail_on_later)];
+    both.sort();
+    eventually("the standby to hold both versions", || async { (b.ready() == both).then_some(()) }).await;
+
+    // a goes away within the window; b takes over on the version a served,
+    // and the window goes on under b.
+    a.0.stop().await.expect("a clean stop");
+    eventually("replica b to lead", || async { b.leads().then_some(()) }).await;
+    assert_eq!(b.serving(), [digest(&fail_on_later)], "b took over on the version a served");
+    for (name, message) in [("g-004", "later, maybe"), ("g-005", "later, perhaps")] {
+        let mut greeting = greetings.get(name).await.expect("a Greeting");
+        greeting.data["spec"]["message"] = json!(message);
+        greetings.replace(name, &PostParams::default(), &greeting).await.expect("editing a Greeting");
+    }
+    let status = wait_logic_module(&logic_modules, "rolled back by the new leader", |s| {
+        has(s, "RolledBack", "True", "RolledBack") && s["activeDigest"] == digest(&v2)
+    })
+    .await;
+    assert!(status["probation"].is_null(), "no probation after the rollback: {status:#}");
+    assert_eq!(b.swaps("rolled_back"), 1, "b rolled it back");
+    assert_eq!(b.serving(), [digest(&v2)]);
+    assert_eq!(b.compiles(), 1, "b compiled fail-on-later once, ahead, and rolled back to v2 without a compile");
+    wait_all(&ns, "v2 serving every parent, the edited ones too", |name, d| match name {
+        "g-004" => d["message"] == "later, maybe" && d["revision"] == "2",
+        "g-005" => d["message"] == "later, perhaps" && d["revision"] == "2",
+        _ => d["revision"] == "2",
+    })
+    .await;
     b.0.stop().await.expect("a clean stop");
     logic_modules.delete("greeting", &Default::default()).await.expect("deleting the LogicModule");
 }

@@ -11,6 +11,11 @@ use serde_json::Value;
 
 use crate::operator_support::condition;
 
+/// A LogicModule is cluster-scoped and named after its module, so the
+/// tests of one binary (one control plane) that create the `greeting` one
+/// take turns: each holds this while its LogicModule exists.
+pub static GREETING_LOGIC_MODULE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 pub const LOGIC_MODULE_CRD: &str = include_str!("../deploy/logic-modules/logicmodules.wasm-operator.c5c3.io.yaml");
 
 /// A test module's bytes from target/ (`make test` builds them).

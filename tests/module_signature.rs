@@ -116,16 +116,6 @@ async fn revisions(ns: &TestNamespace<'_>) -> Vec<Option<String>> {
     list.items.iter().map(|c| c.data["data"]["revision"].as_str().map(str::to_owned)).collect()
 }
 
-fn active_digests(running: &Running) -> Vec<String> {
-    running
-        .metrics
-        .encode()
-        .lines()
-        .filter(|l| l.starts_with("wasm_operator_module_info{") && l.ends_with(" 1"))
-        .filter_map(|l| l.split("digest=\"").nth(1)?.split('"').next().map(str::to_owned))
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_logic_module_naming_a_public_key_loads_only_images_signed_with_it() {
     let _ = tracing_subscriber::fmt()
@@ -227,7 +217,7 @@ async fn a_logic_module_naming_a_public_key_loads_only_images_signed_with_it() {
         assert!(has(&status, "Fetched", "True", "Pulled"), "{what}: {status:#}");
         assert!(has(&status, "Active", "False", "Refused"), "{what}: {status:#}");
         assert_eq!(status["activeDigest"], v1_digest, "{what}: v1 keeps serving");
-        assert_eq!(active_digests(&running), std::slice::from_ref(&v1_digest), "{what}");
+        assert_eq!(running.serving_digests(), std::slice::from_ref(&v1_digest), "{what}");
         eventually(&format!("a {reason} Warning event"), || async { (warnings(&ns, reason).await > 0).then_some(()) })
             .await;
         assert_eq!(swaps("refused"), count as u64 + 1, "{what}: counted as refused");
@@ -261,7 +251,7 @@ async fn a_logic_module_naming_a_public_key_loads_only_images_signed_with_it() {
     };
     let restarted = start().await;
     let v2_only = vec![v2_digest.clone()];
-    eventually("v2 serving after the restart", || async { (active_digests(&restarted) == v2_only).then_some(()) })
+    eventually("v2 serving after the restart", || async { (restarted.serving_digests() == v2_only).then_some(()) })
         .await;
     restarted.stop().await.expect("a clean stop");
 
@@ -274,7 +264,7 @@ async fn a_logic_module_naming_a_public_key_loads_only_images_signed_with_it() {
     })
     .await;
     assert_eq!(status["activeDigest"], v1_digest, "{status:#}");
-    assert_eq!(active_digests(&restarted), std::slice::from_ref(&v1_digest));
+    assert_eq!(restarted.serving_digests(), std::slice::from_ref(&v1_digest));
     restarted.stop().await.expect("a clean stop");
     logic_modules.delete("greeting", &Default::default()).await.expect("deleting the LogicModule");
     let _ = std::fs::remove_dir_all(Path::new(&dir));

@@ -131,6 +131,22 @@ impl Running {
     pub fn metric(&self, name: &str, labels: &str) -> u64 {
         metric_value(&self.metrics.encode(), name, labels)
     }
+
+    /// Module versions offered at run time, by result (succeeded, refused,
+    /// rolled_back).
+    pub fn swaps(&self, result: &str) -> u64 {
+        self.metric("wasm_operator_module_swaps_total", &format!("result=\"{result}\""))
+    }
+
+    /// The digests `module_info` reports as serving.
+    pub fn serving_digests(&self) -> Vec<String> {
+        self.metrics
+            .encode()
+            .lines()
+            .filter(|l| l.starts_with("wasm_operator_module_info{") && l.ends_with(" 1"))
+            .filter_map(|l| l.split("digest=\"").nth(1)?.split('"').next().map(str::to_owned))
+            .collect()
+    }
 }
 
 impl Drop for Running {

@@ -134,6 +134,11 @@ pub struct RunArgs {
     /// Parents reconciled per second after a swap.
     #[arg(long, default_value_t = 50)]
     pub swap_rollout_per_second: u32,
+    /// How long a new version's added kinds may take to list (their watches
+    /// start before its dry run); it is refused (WatchFailed) if they cannot
+    /// be listed by then, e.g. while the operator's role does not grant them.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub swap_cache_sync_timeout: Duration,
     /// Follow each module's LogicModule resource (deploy/logic-modules/): new
     /// versions are pulled from the OCI registry it names, verified and swapped in.
     #[arg(long, env = "WASM_OPERATOR_LOGIC_MODULES", default_value_t = false, action = ArgAction::Set,
@@ -402,6 +407,7 @@ async fn run_operator(
             watch_window: args.swap_watch_window,
             rollout_per_second: args.swap_rollout_per_second,
             poll_interval: args.module_poll_interval,
+            cache_sync_timeout: args.swap_cache_sync_timeout,
         },
         logic_modules: if args.logic_modules {
             Some(LogicModuleOptions {

@@ -7,9 +7,14 @@
 //! A kind whose CRD is not installed (a ServiceMonitor without the
 //! Prometheus operator) is `NotServed`: the operator runs without it, and the
 //! watcher keeps retrying, so the kind is picked up when its CRD appears.
+//!
+//! A cache lives as long as a serving module version holds it (see
+//! `serving`): a module version that adds a kind starts its watch, and the
+//! watch of a kind no version uses any more stops when the last holder
+//! lets go.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 
 use futures::StreamExt;
 use kube::runtime::reflector::{self, ObjectRef, Store};
@@ -20,6 +25,7 @@ use tokio::task::JoinHandle;
 
 use super::cached_object::CachedObject;
 use super::kinds::{Kind, KindKey};
+use super::metrics::Metrics;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Availability {
@@ -38,7 +44,9 @@ pub trait CacheEvents: Send + Sync + 'static {
     fn served_again(&self, kind: &Kind);
 }
 
-type Subscribers = Arc<RwLock<Vec<Arc<dyn CacheEvents>>>>;
+/// Held weakly: a subscriber holds the caches it uses, not the other way
+/// round, so a cache nobody uses any more can stop.
+type Subscribers = Arc<RwLock<Vec<Weak<dyn CacheEvents>>>>;
 
 /// namespace, name
 type ObjectKey = (String, String);
@@ -93,18 +101,28 @@ pub struct Cache {
     store: Store<CachedObject>,
     index: Arc<RwLock<OwnerIndex>>,
     availability: watch::Receiver<Availability>,
+    /// Why the watch failed last, until it lists again.
+    last_error: Arc<Mutex<Option<String>>>,
     subscribers: Subscribers,
     task: JoinHandle<()>,
+    metrics: Option<Arc<Metrics>>,
 }
 
 impl Drop for Cache {
     fn drop(&mut self) {
         self.task.abort();
+        tracing::info!(kind = self.kind.name(), api_version = self.kind.resource.api_version, "watch stopped");
+        if let Some(metrics) = &self.metrics {
+            metrics.watching(&self.kind.resource.api_version, self.kind.name(), false);
+        }
     }
 }
 
 impl Cache {
-    pub fn spawn(client: &Client, kind: Kind, namespace: Option<&str>) -> Self {
+    pub fn spawn(client: &Client, kind: Kind, namespace: Option<&str>, metrics: Option<Arc<Metrics>>) -> Self {
+        if let Some(metrics) = &metrics {
+            metrics.watching(&kind.resource.api_version, kind.name(), true);
+        }
         let writer = reflector::store::Writer::new(kind.resource.clone());
         let store = writer.as_reader();
         let (availability_tx, availability) = watch::channel(Availability::Unknown);
@@ -114,12 +132,20 @@ impl Cache {
         let task_kind = kind.clone();
         let task_subscribers = subscribers.clone();
         let task_index = index.clone();
+        let last_error: Arc<Mutex<Option<String>>> = Arc::default();
+        let task_last_error = last_error.clone();
         let task = tokio::spawn(async move {
+            let subscribers = || {
+                let subscribers = task_subscribers.read().unwrap_or_else(PoisonError::into_inner);
+                subscribers.iter().filter_map(Weak::upgrade).collect::<Vec<_>>()
+            };
             let notify = |object: &CachedObject| {
-                let subscribers = task_subscribers.read().unwrap_or_else(PoisonError::into_inner).clone();
-                for subscriber in subscribers {
+                for subscriber in subscribers() {
                     subscriber.changed(&task_kind, object);
                 }
+            };
+            let failed = |error: Option<String>| {
+                *task_last_error.lock().unwrap_or_else(PoisonError::into_inner) = error;
             };
             // The index being rebuilt during a re-list.
             let mut relisted: Option<OwnerIndex> = None;
@@ -151,16 +177,17 @@ impl Cache {
                         if let Some(index) = relisted.take() {
                             *task_index.write().unwrap_or_else(PoisonError::into_inner) = index;
                         }
+                        failed(None);
                         let before = availability_tx.send_replace(Availability::Served);
                         if before == Availability::NotServed {
                             tracing::info!(kind = task_kind.name(), "kind is served now; reconciling every parent");
-                            let subscribers = task_subscribers.read().unwrap_or_else(PoisonError::into_inner).clone();
-                            for subscriber in subscribers {
+                            for subscriber in subscribers() {
                                 subscriber.served_again(&task_kind);
                             }
                         }
                     }
                     Err(watcher::Error::InitialListFailed(kube::Error::Api(status))) if status.code == 404 => {
+                        failed(None);
                         let before = availability_tx.send_replace(Availability::NotServed);
                         if before != Availability::NotServed {
                             tracing::warn!(
@@ -171,17 +198,30 @@ impl Cache {
                         }
                     }
                     Err(error) => {
-                        tracing::warn!(kind = task_kind.name(), error = %error, "watch failed; retrying with backoff")
+                        tracing::warn!(kind = task_kind.name(), error = %error, "watch failed; retrying with backoff");
+                        failed(Some(error.to_string()));
                     }
                 }
             }
         });
-        Self { kind, store, index, availability, subscribers, task }
+        tracing::info!(kind = kind.name(), api_version = kind.resource.api_version, "watch started");
+        Self { kind, store, index, availability, last_error, subscribers, task, metrics }
     }
 
-    /// Adds a subscriber to every later change.
-    pub fn subscribe(&self, subscriber: Arc<dyn CacheEvents>) {
-        self.subscribers.write().unwrap_or_else(PoisonError::into_inner).push(subscriber);
+    /// Adds a subscriber to every later change, once however often it
+    /// subscribes; it stays subscribed while it lives.
+    pub fn subscribe(&self, subscriber: &Arc<dyn CacheEvents>) {
+        let mut subscribers = self.subscribers.write().unwrap_or_else(PoisonError::into_inner);
+        subscribers.retain(|s| s.strong_count() > 0);
+        let subscriber = Arc::downgrade(subscriber);
+        if !subscribers.iter().any(|s| Weak::ptr_eq(s, &subscriber)) {
+            subscribers.push(subscriber);
+        }
+    }
+
+    /// Why the watch failed last, while it has not listed since.
+    pub fn last_error(&self) -> Option<String> {
+        self.last_error.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
     pub fn availability(&self) -> Availability {
@@ -221,29 +261,34 @@ impl Cache {
 }
 
 /// Every cache of the process, one per kind, shared by the modules that use
-/// that kind.
+/// that kind; held here weakly, so a cache stops with its last user.
 pub struct Caches {
     client: Client,
     namespace: Option<String>,
-    by_kind: Mutex<HashMap<KindKey, Arc<Cache>>>,
+    by_kind: Mutex<HashMap<KindKey, Weak<Cache>>>,
+    metrics: Option<Arc<Metrics>>,
 }
 
 impl Caches {
-    pub fn new(client: Client, namespace: Option<String>) -> Self {
-        Self { client, namespace, by_kind: Mutex::default() }
+    pub fn new(client: Client, namespace: Option<String>, metrics: Option<Arc<Metrics>>) -> Self {
+        Self { client, namespace, by_kind: Mutex::default(), metrics }
     }
 
-    /// The cache of `kind`, started on first use.
+    /// The cache of `kind`: the running one, or one started now.
     pub fn of(&self, kind: &Kind) -> Arc<Cache> {
         let mut by_kind = self.by_kind.lock().unwrap_or_else(PoisonError::into_inner);
-        by_kind
-            .entry(kind.key())
-            .or_insert_with(|| Arc::new(Cache::spawn(&self.client, kind.clone(), self.namespace.as_deref())))
-            .clone()
+        by_kind.retain(|_, cache| cache.strong_count() > 0);
+        if let Some(cache) = by_kind.get(&kind.key()).and_then(Weak::upgrade) {
+            return cache;
+        }
+        let cache = Arc::new(Cache::spawn(&self.client, kind.clone(), self.namespace.as_deref(), self.metrics.clone()));
+        by_kind.insert(kind.key(), Arc::downgrade(&cache));
+        cache
     }
 
+    /// The caches some module uses now.
     pub fn all(&self) -> Vec<Arc<Cache>> {
-        self.by_kind.lock().unwrap_or_else(PoisonError::into_inner).values().cloned().collect()
+        self.by_kind.lock().unwrap_or_else(PoisonError::into_inner).values().filter_map(Weak::upgrade).collect()
     }
 }
 

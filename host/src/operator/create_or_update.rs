@@ -180,11 +180,12 @@ fn ask_again(
         Err(source) => return Err(ReconcileError::Module { function: "desired", source }),
     };
     let owner = Owner { namespace: parent.namespace, uid: parent.uid };
-    let checked = desired::check(&ctx.kinds.owned, &owner, answer)
-        .map_err(|problem| ReconcileError::InvalidOutput { problem })?;
+    let owned_kinds = &parent.serving.owned_kinds;
+    let checked =
+        desired::check(owned_kinds, &owner, answer).map_err(|problem| ReconcileError::InvalidOutput { problem })?;
     checked
         .into_iter()
-        .find(|o| ctx.kinds.owned[o.kind_index].key() == kind.key() && o.name == name)
+        .find(|o| owned_kinds[o.kind_index].key() == kind.key() && o.name == name)
         .map(|o| o.value)
         .ok_or_else(|| ReconcileError::Vanished { kind: kind.name().to_owned(), name: name.to_owned() })
 }

@@ -1,18 +1,21 @@
 //! Changing a running module's logic without a restart. A new version is
 //! verified before anything changes (it loads and honours the contract,
-//! keeps the module's kinds, and a dry run over every cached parent fails
-//! none that the active version reconciles), then swapped in atomically:
-//! reconciles in flight finish on the version they started with, every
-//! later one runs on the new one. Every parent is then reconciled again at
-//! a bounded rate, and for a watch window the new version is on probation:
+//! keeps the module's parent kind, the kinds it adds are listed, and a dry
+//! run over every cached parent fails none that the active version
+//! reconciles), then swapped in atomically: reconciles in flight finish on
+//! the version they started with, every later one runs on the new one with
+//! the caches of its kinds. Every parent is then reconciled again at a
+//! bounded rate, and for a watch window the new version is on probation:
 //! failing on more parents than allowed returns the host to the previous
-//! version by itself, which then reconciles every parent again.
+//! version by itself, which then reconciles every parent again. The
+//! previous version's watches run until the window closes, so a rollback
+//! needs no new list; then the watches of kinds only it used stop.
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::watch;
 
@@ -21,8 +24,10 @@ use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
 
 use super::cached_object::CachedObject;
+use super::kinds::Kinds;
 use super::metrics::ModuleMetrics;
 use super::references::ParentKey;
+use super::serving::Serving;
 use super::{Context, inputs};
 use crate::modules::{KindInfo, LogicModule, Manifest, ModuleEngine, ModuleSlot, ModuleSource, WatchedFile, digest};
 
@@ -41,6 +46,9 @@ pub struct SwapPolicy {
     pub rollout_per_second: u32,
     /// How often watched module files are looked at.
     pub poll_interval: Duration,
+    /// How long the first list of a kind a new version adds may take; a
+    /// version whose kinds cannot be listed by then is refused.
+    pub cache_sync_timeout: Duration,
 }
 
 impl Default for SwapPolicy {
@@ -51,6 +59,7 @@ impl Default for SwapPolicy {
             watch_window: Duration::from_secs(120),
             rollout_per_second: 50,
             poll_interval: Duration::from_secs(1),
+            cache_sync_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -67,8 +76,9 @@ pub struct SwapState {
     probation: Mutex<Option<Probation>>,
     recent: Mutex<VecDeque<Arc<LogicModule>>>,
     /// On a standby: the version the leader serves, held compiled, to take
-    /// over with.
-    on_takeover: Mutex<Option<Arc<LogicModule>>>,
+    /// over with (and its probation, if it is on one); at start, the version
+    /// the module's LogicModule says was serving.
+    on_takeover: Mutex<Option<Takeover>>,
     /// Counts compiles and the versions held compiled.
     metrics: ModuleMetrics,
     last_rollback: Mutex<Option<Rollback>>,
@@ -95,6 +105,34 @@ impl SwapState {
     }
 }
 
+/// The version to serve on becoming the leader (or at start).
+#[derive(Clone)]
+pub struct Takeover {
+    pub module: Arc<LogicModule>,
+    /// When that version went live recently: the one before it, to roll
+    /// back to, and when its watch window closes.
+    pub probation: Option<PreviousVersion>,
+}
+
+/// The version a module on probation would roll back to.
+#[derive(Clone)]
+pub struct PreviousVersion {
+    pub module: Arc<LogicModule>,
+    /// When the probation ends.
+    pub until: SystemTime,
+}
+
+/// A probation as the module's sources report it (LogicModule status), so
+/// that a standby taking over, or a restart, keeps its rollback window.
+#[derive(Clone)]
+pub struct ProbationReport {
+    /// The version on probation.
+    pub digest: String,
+    /// The version it would roll back to.
+    pub previous: Arc<LogicModule>,
+    pub until: SystemTime,
+}
+
 /// A rollback, as the module's sources report it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rollback {
@@ -113,13 +151,23 @@ struct Reconciled {
     parents: HashSet<u64>,
 }
 
-/// The window after a swap in which failures roll it back.
+/// The window after a swap in which failures roll it back. It holds both
+/// versions with their caches: a rollback lists nothing again.
 struct Probation {
-    candidate: Arc<LogicModule>,
-    previous: Arc<LogicModule>,
+    candidate: Arc<Serving>,
+    previous: Arc<Serving>,
     until: Instant,
+    /// `until` on the wall clock, for the sources to report.
+    until_wall: SystemTime,
     /// Parents the candidate failed on, and why.
     failed: BTreeMap<ParentKey, String>,
+}
+
+impl Probation {
+    fn new(candidate: Arc<Serving>, previous: Arc<Serving>, until_wall: SystemTime) -> Self {
+        let left = until_wall.duration_since(SystemTime::now()).unwrap_or_default();
+        Self { candidate, previous, until: Instant::now() + left, until_wall, failed: BTreeMap::new() }
+    }
 }
 
 /// What became of an offered version.
@@ -135,7 +183,8 @@ pub enum Offered {
 
 /// What the checks that need no cluster state found for a version: it
 /// loaded and honours the contract (else it would be a load refusal), and
-/// whether it keeps the kinds of the version serving when it was checked.
+/// whether its kinds can replace those of the version serving when it was
+/// checked (the same parent kind; owned and read kinds the host can watch).
 /// A standby runs them right after compiling ahead; the leader reuses the
 /// result while that version still serves.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -147,8 +196,13 @@ pub struct Prechecked {
 
 impl Prechecked {
     pub fn new(active: &LogicModule, candidate: &LogicModule) -> Self {
-        let kinds = same_kinds(active.manifest(), candidate.manifest())
-            .map_err(|message| Refusal::new("KindsChanged", message));
+        let kinds = same_parent(active.manifest(), candidate.manifest())
+            .map_err(|message| Refusal::new("ParentKindChanged", message))
+            .and_then(|()| {
+                Kinds::from_manifest(candidate.manifest())
+                    .map(drop)
+                    .map_err(|error| Refusal::new("UnsupportedKind", error.to_string()))
+            });
         Self { against: active.digest().to_owned(), kinds }
     }
 }
@@ -159,7 +213,9 @@ impl Prechecked {
 #[error("{message}")]
 pub struct Refusal {
     /// `LoadFailed` (not a component, does not compile, breaks the
-    /// contract), `KindsChanged`, `DryRunFailed` or `VerificationStopped`.
+    /// contract), `ParentKindChanged`, `UnsupportedKind`, `WatchFailed` (a
+    /// kind it adds cannot be listed), `DryRunFailed` or
+    /// `VerificationStopped`.
     pub reason: &'static str,
     pub message: String,
 }
@@ -191,7 +247,7 @@ pub async fn watch_file(ctx: Arc<Context>, path: PathBuf, allow_precompiled: boo
 /// Verifies `bytes` as a new version of `ctx`'s module and, if it passes,
 /// swaps it in and rolls it out.
 pub async fn offer(ctx: &Arc<Context>, source: ModuleSource, bytes: Vec<u8>, allow_precompiled: bool) -> Offered {
-    let active = ctx.module.current();
+    let active = ctx.serving().module.clone();
     if digest(&bytes) == active.digest() {
         return Offered::Unchanged;
     }
@@ -207,25 +263,40 @@ pub async fn offer(ctx: &Arc<Context>, source: ModuleSource, bytes: Vec<u8>, all
 }
 
 /// Verifies a loaded version against the active one (its kinds, unless
-/// `prechecked` against it already; a dry run over every cached parent)
-/// and, if it passes, swaps it in and rolls it out.
+/// `prechecked` against it already; the first list of the kinds it adds; a
+/// dry run over every cached parent) and, if it passes, swaps it in and
+/// rolls it out.
 pub async fn offer_loaded(ctx: &Arc<Context>, candidate: Arc<LogicModule>, prechecked: Option<Prechecked>) -> Offered {
     let started = Instant::now();
-    let active = ctx.module.current();
-    if candidate.digest() == active.digest() {
+    let active = ctx.serving();
+    if candidate.digest() == active.module.digest() {
         return Offered::Unchanged;
     }
-    tracing::info!(module = ctx.module_name, source = %candidate.source(), digest = candidate.digest(), active = active.digest(), "a new module version: verifying");
+    tracing::info!(module = ctx.module_name, source = %candidate.source(), digest = candidate.digest(), active = active.module.digest(), "a new module version: verifying");
+    let kinds = match prechecked {
+        Some(prechecked) if prechecked.against == active.module.digest() => prechecked.kinds,
+        _ => Prechecked::new(&active.module, &candidate).kinds,
+    };
+    if let Err(refusal) = kinds {
+        return refused(ctx, refusal);
+    }
+    let candidate = match ctx.serving_for(candidate) {
+        Ok(serving) => Arc::new(serving),
+        Err(error) => return refused(ctx, Refusal::new("UnsupportedKind", error.to_string())),
+    };
+    let added = candidate.kinds_beyond(&active);
+    if !added.is_empty() {
+        tracing::info!(module = ctx.module_name, kinds = ?added, "listing the kinds the new version adds");
+    }
+    if let Err(why) = candidate.wait_until_known(ctx.swap_policy.cache_sync_timeout).await {
+        return refused(ctx, Refusal::new("WatchFailed", why));
+    }
     let verifying = ctx.clone();
-    let checking = candidate.clone();
+    let (checking, against) = (candidate.clone(), active.clone());
     let verified = tokio::task::spawn_blocking(move || {
-        match prechecked {
-            Some(prechecked) if prechecked.against == active.digest() => prechecked.kinds,
-            _ => Prechecked::new(&active, &checking).kinds,
-        }?;
         let dry_run_started = Instant::now();
         let checked =
-            dry_run(&verifying, &active, &checking).map_err(|message| Refusal::new("DryRunFailed", message))?;
+            dry_run(&verifying, &against, &checking).map_err(|message| Refusal::new("DryRunFailed", message))?;
         Ok::<_, Refusal>((checked, dry_run_started.elapsed()))
     })
     .await
@@ -234,31 +305,73 @@ pub async fn offer_loaded(ctx: &Arc<Context>, candidate: Arc<LogicModule>, prech
         Ok(verified) => verified,
         Err(refusal) => return refused(ctx, refusal),
     };
-    let previous = ctx.module.swap(candidate.clone());
-    ctx.swap.remember(previous.clone());
-    ctx.swap.remember(candidate.clone());
-    ctx.metrics.unloaded(&previous.manifest().version, previous.digest());
-    ctx.metrics.loaded(&candidate.manifest().version, candidate.digest());
+    let previous = ctx.serve(candidate.clone());
+    ctx.swap.remember(previous.module.clone());
+    ctx.swap.remember(candidate.module.clone());
+    ctx.metrics.unloaded(&previous.module.manifest().version, previous.module.digest());
+    ctx.metrics.loaded(&candidate.module.manifest().version, candidate.module.digest());
     let took = started.elapsed();
     ctx.metrics.swap("succeeded", Some(took));
     tracing::info!(
         module = ctx.module_name,
-        from = previous.digest(),
-        to = candidate.digest(),
+        from = previous.module.digest(),
+        to = candidate.module.digest(),
         dry_run_parents = checked,
         dry_run_us = u64::try_from(dry_run_took.as_micros()).unwrap_or(u64::MAX),
         took_us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX),
+        kinds_added = ?added,
+        kinds_no_longer_used = ?previous.kinds_beyond(&candidate),
         "module version swapped in; rolling out"
     );
-    *ctx.swap.probation.lock().unwrap_or_else(PoisonError::into_inner) = Some(Probation {
-        candidate,
-        previous,
-        until: Instant::now() + ctx.swap_policy.watch_window,
-        failed: BTreeMap::new(),
-    });
-    ctx.swap.changed();
+    let until = SystemTime::now() + ctx.swap_policy.watch_window;
+    start_probation(ctx, Probation::new(candidate, previous, until));
     roll_out(ctx.clone());
     Offered::Swapped { dry_run: checked }
+}
+
+/// Puts the serving version on probation until `probation.until`, when a
+/// timer ends it (and with it the previous version's watches).
+fn start_probation(ctx: &Arc<Context>, probation: Probation) {
+    let (digest, until) = (probation.candidate.module.digest().to_owned(), probation.until);
+    *ctx.swap.probation.lock().unwrap_or_else(PoisonError::into_inner) = Some(probation);
+    ctx.swap.changed();
+    let ctx = Arc::downgrade(ctx);
+    tokio::spawn(async move {
+        tokio::time::sleep_until(until.into()).await;
+        end_probation(&ctx, &digest);
+    });
+}
+
+/// The watch window of version `digest` is over: it is trusted now, and
+/// the version it replaced is let go.
+fn end_probation(ctx: &Weak<Context>, digest: &str) {
+    let Some(ctx) = ctx.upgrade() else { return };
+    let mut probation = ctx.swap.probation.lock().unwrap_or_else(PoisonError::into_inner);
+    if probation.as_ref().is_some_and(|p| p.candidate.module.digest() == digest) {
+        let ended = probation.take();
+        drop(probation);
+        tracing::info!(module = ctx.module_name, digest, "module version passed its watch window");
+        drop(ended);
+        ctx.swap.changed();
+    }
+}
+
+/// Taking over (or restarting) while the serving version is on probation:
+/// the rest of its watch window, with `previous` (its caches listed) to roll
+/// back to.
+pub fn resume_probation(ctx: &Arc<Context>, previous: Arc<Serving>, until: SystemTime) {
+    let candidate = ctx.serving();
+    if until <= SystemTime::now() || candidate.module.digest() == previous.module.digest() {
+        return;
+    }
+    tracing::info!(
+        module = ctx.module_name,
+        digest = candidate.module.digest(),
+        previous = previous.module.digest(),
+        left_s = until.duration_since(SystemTime::now()).unwrap_or_default().as_secs(),
+        "the serving version is on probation from before: its watch window goes on here"
+    );
+    start_probation(ctx, Probation::new(candidate, previous, until));
 }
 
 pub(crate) fn refused(ctx: &Context, refusal: Refusal) -> Offered {
@@ -283,12 +396,8 @@ pub fn observe(ctx: &Arc<Context>, module: &LogicModule, parent: &ParentKey, fai
     }
     let mut probation = ctx.swap.probation.lock().unwrap_or_else(PoisonError::into_inner);
     let Some(current) = probation.as_mut() else { return };
-    if current.candidate.digest() != module.digest() {
-        return;
-    }
-    if Instant::now() > current.until {
-        tracing::info!(module = ctx.module_name, digest = module.digest(), "module version passed its watch window");
-        *probation = None;
+    if current.candidate.module.digest() != module.digest() || Instant::now() > current.until {
+        // Another version's, or the window is over (its timer ends it).
         return;
     }
     match failure {
@@ -315,24 +424,25 @@ fn roll_back(ctx: &Arc<Context>, failed: Probation) {
         .map(|((namespace, name), why)| format!("{namespace}/{name}: {why}"))
         .collect::<Vec<_>>()
         .join("; ");
-    if ctx.module.current().digest() != failed.candidate.digest() {
+    let (candidate, previous) = (&failed.candidate.module, &failed.previous.module);
+    if ctx.serving().module.digest() != candidate.digest() {
         return;
     }
-    ctx.module.swap(failed.previous.clone());
-    ctx.swap.remember(failed.candidate.clone());
-    ctx.metrics.unloaded(&failed.candidate.manifest().version, failed.candidate.digest());
-    ctx.metrics.loaded(&failed.previous.manifest().version, failed.previous.digest());
+    ctx.serve(failed.previous.clone());
+    ctx.swap.remember(candidate.clone());
+    ctx.metrics.unloaded(&candidate.manifest().version, candidate.digest());
+    ctx.metrics.loaded(&previous.manifest().version, previous.digest());
     ctx.metrics.swap("rolled_back", None);
     *ctx.swap.last_rollback.lock().unwrap_or_else(PoisonError::into_inner) = Some(Rollback {
-        from: failed.candidate.digest().to_owned(),
-        to: failed.previous.digest().to_owned(),
+        from: candidate.digest().to_owned(),
+        to: previous.digest().to_owned(),
         reason: reason.clone(),
     });
     ctx.swap.changed();
     tracing::error!(
         module = ctx.module_name,
-        from = failed.candidate.digest(),
-        to = failed.previous.digest(),
+        from = candidate.digest(),
+        to = previous.digest(),
         failed_parents = failed.failed.len(),
         reason,
         "module version rolled back"
@@ -369,26 +479,40 @@ impl SwapState {
     }
 
     /// On a standby: the version to serve once it leads (the one the leader
-    /// serves, held compiled), or `None` for the one it was started on.
-    pub fn serve_on_takeover(&self, module: Option<Arc<LogicModule>>) {
-        *self.on_takeover.lock().unwrap_or_else(PoisonError::into_inner) = module;
+    /// serves, held compiled, with its probation), or `None` for the one it
+    /// was started on. At start: the version the module's source says was
+    /// serving.
+    pub fn serve_on_takeover(&self, takeover: Option<Takeover>) {
+        *self.on_takeover.lock().unwrap_or_else(PoisonError::into_inner) = takeover;
     }
 
     /// On becoming the leader, before any reconcile: puts the version the
     /// previous leader served into `slot`, so this replica neither compiles
-    /// it nor reconciles a parent with an older one first.
-    pub fn take_over(&self, slot: &ModuleSlot) {
-        let Some(module) = self.on_takeover.lock().unwrap_or_else(PoisonError::into_inner).take() else { return };
+    /// it nor reconciles a parent with an older one first. Answers the
+    /// version to roll back to while that one is still on probation.
+    pub fn take_over(&self, slot: &ModuleSlot) -> Option<PreviousVersion> {
+        let takeover = self.on_takeover.lock().unwrap_or_else(PoisonError::into_inner).take()?;
         let previous = slot.current();
-        if previous.digest() != module.digest() {
+        if previous.digest() != takeover.module.digest() {
             tracing::info!(
-                module = module.name(),
+                module = takeover.module.name(),
                 from = previous.digest(),
-                to = module.digest(),
+                to = takeover.module.digest(),
                 "taking over on the version the previous leader served (compiled ahead)"
             );
-            slot.swap(module);
+            slot.swap(takeover.module.clone());
         }
+        takeover.probation.filter(|p| p.until > SystemTime::now() && p.module.digest() != takeover.module.digest())
+    }
+
+    /// The serving version's probation, if it is on one.
+    pub fn probation(&self) -> Option<ProbationReport> {
+        let probation = self.probation.lock().unwrap_or_else(PoisonError::into_inner);
+        probation.as_ref().map(|p| ProbationReport {
+            digest: p.candidate.module.digest().to_owned(),
+            previous: p.previous.module.clone(),
+            until: p.until_wall,
+        })
     }
 
     /// The last rollback, if any.
@@ -443,33 +567,18 @@ impl SwapState {
     }
 }
 
-/// The new version must reconcile the same parent kind and use the same
-/// kinds: the watches are set up for them.
-fn same_kinds(active: &Manifest, candidate: &Manifest) -> Result<(), String> {
+/// The new version must reconcile the same parent kind: the controller
+/// and its parent cache are set up for it. Its owned and read kinds may
+/// change; their watches follow.
+fn same_parent(active: &Manifest, candidate: &Manifest) -> Result<(), String> {
     let describe = |k: &KindInfo| format!("{}/{}/{}", k.group, k.version, k.kind);
     let key = |k: &KindInfo| (k.group.clone(), k.version.clone(), k.kind.clone(), k.plural.clone(), k.namespaced);
     if key(&active.parent) != key(&candidate.parent) {
         return Err(format!(
-            "it reconciles {}, not {}: a module keeps its parent kind",
+            "it reconciles {}, not {}: a module keeps its parent kind (run another module for another kind)",
             describe(&candidate.parent),
             describe(&active.parent)
         ));
-    }
-    for (what, a, c) in [("owned", &active.owned, &candidate.owned), ("read", &active.reads, &candidate.reads)] {
-        let mut a: Vec<_> = a.iter().map(key).collect();
-        let mut c: Vec<_> = c.iter().map(key).collect();
-        a.sort();
-        c.sort();
-        if a != c {
-            let names = |kinds: &[KindInfo]| kinds.iter().map(describe).collect::<Vec<_>>().join(", ");
-            let (active_kinds, candidate_kinds) =
-                if what == "owned" { (&active.owned, &candidate.owned) } else { (&active.reads, &candidate.reads) };
-            return Err(format!(
-                "its {what} kinds change from [{}] to [{}]; this host swaps only modules with the same kinds (restart the operator with the new module)",
-                names(active_kinds),
-                names(candidate_kinds)
-            ));
-        }
     }
     Ok(())
 }
@@ -478,7 +587,7 @@ fn same_kinds(active: &Manifest, candidate: &Manifest) -> Result<(), String> {
 /// it, writing nothing: a parent the active version reconciles must not
 /// fail with the candidate (beyond the allowed count). Answers how many
 /// parents were checked.
-fn dry_run(ctx: &Context, active: &LogicModule, candidate: &LogicModule) -> Result<usize, String> {
+fn dry_run(ctx: &Context, active: &Serving, candidate: &Serving) -> Result<usize, String> {
     let parents: Vec<Arc<CachedObject>> = ctx.parents.state();
     let mut regressions = Vec::new();
     let mut checked = 0;
@@ -517,7 +626,7 @@ fn roll_out(ctx: Arc<Context>) {
         for parent in ctx.parents.state() {
             let Some(namespace) = parent.namespace() else { continue };
             let reference =
-                ObjectRef::new_with(&parent.name_any(), ctx.kinds.parent.resource.clone()).within(&namespace);
+                ObjectRef::new_with(&parent.name_any(), ctx.parent_kind.resource.clone()).within(&namespace);
             if ctx.requeue.send(reference).is_err() {
                 return;
             }
@@ -554,18 +663,18 @@ mod tests {
     }
 
     #[test]
-    fn a_new_version_keeps_its_kinds_in_any_order() {
+    fn a_new_version_keeps_its_parent_kind_and_may_change_the_others() {
         let active = manifest(kind("x.io", "Widget"), vec![kind("", "ConfigMap"), kind("apps", "Deployment")]);
         let reordered = manifest(kind("x.io", "Widget"), vec![kind("apps", "Deployment"), kind("", "ConfigMap")]);
-        assert_eq!(same_kinds(&active, &reordered), Ok(()));
+        assert_eq!(same_parent(&active, &reordered), Ok(()));
+        let fewer_owned = manifest(kind("x.io", "Widget"), vec![kind("", "ConfigMap")]);
+        assert_eq!(same_parent(&active, &fewer_owned), Ok(()));
 
         let other_parent = manifest(kind("x.io", "Gadget"), active.owned.clone());
-        assert!(same_kinds(&active, &other_parent).is_err_and(|e| e.contains("keeps its parent kind")));
-        let more_owned = manifest(kind("x.io", "Widget"), vec![kind("", "ConfigMap")]);
-        let error = same_kinds(&active, &more_owned).expect_err("owned kinds changed");
-        assert!(
-            error.starts_with("its owned kinds change from [/v1/ConfigMap, apps/v1/Deployment] to [/v1/ConfigMap]"),
-            "{error}"
-        );
+        let error = same_parent(&active, &other_parent).expect_err("another parent kind");
+        assert!(error.starts_with("it reconciles x.io/v1/Gadget, not x.io/v1/Widget"), "{error}");
+        let mut cluster_scoped = kind("x.io", "Widget");
+        cluster_scoped.namespaced = false;
+        assert!(same_parent(&active, &manifest(cluster_scoped, active.owned.clone())).is_err());
     }
 }

@@ -11,8 +11,9 @@ use super::cached_object::CachedObject;
 use super::caches::Availability;
 use super::desired::{self, Owner};
 use super::references::Related;
+use super::serving::Serving;
 use super::{Calls, Context, ReconcileError};
-use crate::modules::{CallError, LogicModule};
+use crate::modules::CallError;
 
 /// What one reconcile hands the module: the related objects the parent
 /// references (and their keys, for the reference index) and the children it
@@ -24,15 +25,17 @@ pub struct Inputs {
     pub current_json: Vec<String>,
 }
 
-/// Gathers [`Inputs`] for `parent`, asking `module` which objects it
-/// references. Changes nothing: a dry run uses it too.
+/// Gathers [`Inputs`] for `parent` from the caches of `serving`, asking its
+/// module which objects it references. Changes nothing: a dry run uses it
+/// too.
 pub fn inputs(
     ctx: &Context,
     calls: Calls,
-    module: &LogicModule,
+    serving: &Serving,
     parent: &CachedObject,
     parent_json: &str,
 ) -> Result<Inputs, ReconcileError> {
+    let module = &serving.module;
     let namespace = parent.meta().namespace.as_deref().unwrap_or_default();
     let uid = parent.meta().uid.as_deref().unwrap_or_default();
     let references = match ctx.call_as(calls, module, "references", |m| m.references(parent_json)) {
@@ -44,7 +47,7 @@ pub fn inputs(
     let mut related_keys = BTreeSet::new();
     let mut related = Vec::new();
     for reference in &references {
-        let Some(cache) = ctx
+        let Some(cache) = serving
             .reads
             .iter()
             .find(|c| c.kind.resource.group == reference.group && c.kind.resource.kind == reference.kind)
@@ -62,7 +65,7 @@ pub fn inputs(
         }
     }
     // The children it controls now, from the caches, in manifest order.
-    let current: Vec<(usize, Arc<CachedObject>)> = ctx
+    let current: Vec<(usize, Arc<CachedObject>)> = serving
         .owned
         .iter()
         .enumerate()
@@ -70,25 +73,26 @@ pub fn inputs(
         .flat_map(|(index, cache)| cache.controlled_by(namespace, uid).into_iter().map(move |object| (index, object)))
         .collect();
     let current_json: Vec<String> =
-        current.iter().map(|(index, object)| object.module_json(&ctx.owned[*index].kind)).collect();
+        current.iter().map(|(index, object)| object.module_json(&serving.owned[*index].kind)).collect();
     Ok(Inputs { related_keys, related, current, current_json })
 }
 
-/// What `module` would want for `parent` now, checked as a reconcile checks
-/// it, without writing anything: the dry run of a module about to be swapped
-/// in. `Ok` holds how many objects it answered.
-pub fn dry_run(ctx: &Context, module: &LogicModule, parent: &CachedObject) -> Result<usize, String> {
+/// What `serving`'s module would want for `parent` now, checked as a
+/// reconcile checks it, without writing anything: the dry run of a module
+/// about to be swapped in. `Ok` holds how many objects it answered.
+pub fn dry_run(ctx: &Context, serving: &Serving, parent: &CachedObject) -> Result<usize, String> {
+    let module = &serving.module;
     let (Some(namespace), Some(uid)) = (parent.meta().namespace.as_deref(), parent.meta().uid.as_deref()) else {
         return Err(ReconcileError::MissingMetadata.to_string());
     };
-    let parent_json = parent.module_json(&ctx.kinds.parent);
-    let inputs = inputs(ctx, Calls::Unrecorded, module, parent, &parent_json).map_err(|e| e.to_string())?;
+    let parent_json = parent.module_json(&ctx.parent_kind);
+    let inputs = inputs(ctx, Calls::Unrecorded, serving, parent, &parent_json).map_err(|e| e.to_string())?;
     let answer = ctx
         .call_as(Calls::Unrecorded, module, "desired", |m| {
             m.desired(&parent_json, &inputs.current_json, &inputs.related)
         })
         .map_err(|e| e.to_string())?;
-    let desired = desired::check(&ctx.kinds.owned, &Owner { namespace, uid }, answer)?;
+    let desired = desired::check(&serving.owned_kinds, &Owner { namespace, uid }, answer)?;
     let now = "1970-01-01T00:00:00Z";
     ctx.call_as(Calls::Unrecorded, module, "status", |m| {
         m.status(&parent_json, &inputs.current_json, &inputs.related, now, None)

@@ -14,9 +14,14 @@
 //! - At start a module comes up on the version its resource says was
 //!   serving (`status.activeReference`, verified when it went live); a
 //!   newer spec is then offered like any other.
+//! - While a version that went live recently is on probation, the status
+//!   says so (`status.probation`: the version it would roll back to and
+//!   when its watch window closes). A standby holds that previous version
+//!   compiled too, and a new leader or a restarted operator keeps the rest
+//!   of the window: a failover does not end a rollback window early.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ObjectReference;
@@ -28,7 +33,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
 use super::Context;
-use super::hot_swap::{self, Offered, Prechecked, Refusal, Rollback, SwapState};
+use super::hot_swap::{self, Offered, Prechecked, PreviousVersion, Refusal, Rollback, SwapState, Takeover};
 use crate::modules::oci::{OciError, Pulled, Registry};
 use crate::modules::signature::{self, PublicKey};
 use crate::modules::{LogicModule, ModuleEngine, ModuleSlot, ModuleSource};
@@ -98,8 +103,38 @@ pub struct Status {
     pub active_version: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reconciled_parents: Option<i64>,
+    /// While the serving version is on probation; written as null after, so
+    /// a merge patch removes it.
+    #[serde(default)]
+    pub probation: Option<ProbationStatus>,
     #[serde(default)]
     pub conditions: Vec<Condition>,
+}
+
+/// The serving version's probation: what it would roll back to, and until when.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct ProbationStatus {
+    pub previous_digest: String,
+    /// Where the previous version can be pulled (none for a version built
+    /// in or given as a file: every replica has it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_reference: Option<String>,
+    /// When the watch window closes (RFC 3339).
+    pub until: String,
+}
+
+impl ProbationStatus {
+    /// When the window closes, if that is readable.
+    fn until(&self) -> Option<SystemTime> {
+        let until: k8s_openapi::jiff::Timestamp = self.until.parse().ok()?;
+        Some(SystemTime::from(until))
+    }
+}
+
+fn rfc3339(time: SystemTime) -> String {
+    let time = k8s_openapi::jiff::Timestamp::try_from(time).unwrap_or(k8s_openapi::jiff::Timestamp::UNIX_EPOCH);
+    time.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 fn spec_of(resource: &DynamicObject) -> Spec {
@@ -115,15 +150,13 @@ fn condition<'a>(status: &'a Status, type_: &str) -> Option<&'a Condition> {
 }
 
 /// The version a module's LogicModule says was serving, pulled, checked
-/// against the digest it had and loaded; `None` when there is no resource,
-/// it names no serving version, or it cannot be had now (logged: the
-/// module then starts on what it was given).
-pub async fn serving_version(
-    client: &Client,
-    registry: &Registry,
-    engine: &ModuleEngine,
-    module: &str,
-) -> Option<LogicModule> {
+/// against the digest it had and loaded, with its probation when its watch
+/// window is still open (the version to roll back to: `given`, the module
+/// the operator was started with, or pulled); `None` when there is no
+/// resource, it names no serving version, or it cannot be had now (logged:
+/// the module then starts on `given`).
+pub async fn serving_version(client: &Client, registry: &Registry, given: &Arc<LogicModule>) -> Option<Takeover> {
+    let module = given.name();
     let api: Api<DynamicObject> = Api::all_with(client.clone(), &api_resource());
     let resource = match api.get_opt(module).await {
         Ok(resource) => resource?,
@@ -135,27 +168,11 @@ pub async fn serving_version(
     let status = status_of(&resource);
     let verification = spec_of(&resource).verification;
     let (reference, digest) = (status.active_reference?, status.active_digest?);
-    let loaded = async {
-        let pulled = registry.pull(&reference, false).await.map_err(|e| e.to_string())?;
-        if pulled.digest != digest {
-            return Err(format!("it is {}, not the {digest} that served", pulled.digest));
-        }
-        if let Some(verification) = verification {
-            let key = PublicKey::from_pem(&verification.public_key).map_err(|e| e.to_string())?;
-            registry.verify_signed(&pulled.pinned, &key).await.map_err(|e| e.to_string())?;
-        }
-        let engine = engine.clone();
-        tokio::task::spawn_blocking(move || {
-            LogicModule::from_bytes(&engine, ModuleSource::Registry(pulled.pinned), &pulled.bytes, false)
-                .map_err(|e| e.to_string())
-        })
-        .await
-        .map_err(|e| e.to_string())?
-    };
-    match loaded.await {
+    let loaded = pull_verified(registry, given.engine(), &reference, &digest, verification.as_ref()).await;
+    let serving = match loaded {
         Ok(loaded) => {
             tracing::info!(module, reference, digest, "starting on the version the LogicModule says was serving");
-            Some(loaded)
+            Arc::new(loaded)
         }
         Err(error) => {
             tracing::warn!(
@@ -164,9 +181,79 @@ pub async fn serving_version(
                 error,
                 "cannot load the version the LogicModule says was serving; starting on the given module"
             );
-            None
+            return None;
         }
+    };
+    let probation = match status.probation.as_ref().filter(|p| p.until().is_some_and(|t| t > SystemTime::now())) {
+        Some(probation) if probation.previous_digest == given.digest() => {
+            Some(PreviousVersion { module: given.clone(), until: probation.until()? })
+        }
+        Some(probation) => match &probation.previous_reference {
+            Some(previous) => {
+                match pull_verified(
+                    registry,
+                    given.engine(),
+                    previous,
+                    &probation.previous_digest,
+                    verification.as_ref(),
+                )
+                .await
+                {
+                    Ok(module) => Some(PreviousVersion { module: Arc::new(module), until: probation.until()? }),
+                    Err(error) => {
+                        tracing::warn!(
+                            module,
+                            previous,
+                            error,
+                            "cannot load the version to roll back to; no rollback window"
+                        );
+                        None
+                    }
+                }
+            }
+            None => None,
+        },
+        None => None,
+    };
+    Some(Takeover { module: serving, probation })
+}
+
+/// The module at `reference`, pulled, checked to be `digest` (and signed by
+/// the spec's key, when it names one) and compiled.
+async fn pull_verified(
+    registry: &Registry,
+    engine: &ModuleEngine,
+    reference: &str,
+    digest: &str,
+    verification: Option<&Verification>,
+) -> Result<LogicModule, String> {
+    let pulled = pull_checked(registry, reference, digest, verification).await?;
+    let engine = engine.clone();
+    tokio::task::spawn_blocking(move || {
+        LogicModule::from_bytes(&engine, ModuleSource::Registry(pulled.pinned), &pulled.bytes, false)
+            .map_err(|e| e.to_string())
+    })
+    .await
+    .map_err(|e| e.to_string())?
+}
+
+/// The module at `reference`, pulled and checked to be `digest` (and signed
+/// by the spec's key, when it names one).
+async fn pull_checked(
+    registry: &Registry,
+    reference: &str,
+    digest: &str,
+    verification: Option<&Verification>,
+) -> Result<Pulled, String> {
+    let pulled = registry.pull(reference, false).await.map_err(|e| e.to_string())?;
+    if pulled.digest != digest {
+        return Err(format!("it is {}, not the {digest} that served", pulled.digest));
     }
+    if let Some(verification) = verification {
+        let key = PublicKey::from_pem(&verification.public_key).map_err(|e| e.to_string())?;
+        registry.verify_signed(&pulled.pinned, &key).await.map_err(|e| e.to_string())?;
+    }
+    Ok(pulled)
 }
 
 /// What was pulled for a spec, and whether it loaded.
@@ -225,6 +312,7 @@ pub async fn follow(
         decided: None,
         reported_rollback,
         leader_serves: None,
+        previous_unavailable: None,
     };
     loop {
         let mut look_again = false;
@@ -265,6 +353,9 @@ struct Follower {
     reported_rollback: Option<Rollback>,
     /// On a standby: the digest the leader was last seen serving.
     leader_serves: Option<String>,
+    /// On a standby: a version to roll back to that could not be pulled
+    /// (not tried again).
+    previous_unavailable: Option<String>,
 }
 
 impl Follower {
@@ -281,7 +372,7 @@ impl Follower {
         };
         let serving = match ctx {
             Some(ctx) => ctx.module.current(),
-            None => self.follow_the_leader(resource),
+            None => self.follow_the_leader(resource).await,
         };
         if stale {
             let fetched = self.fetch(spec, &serving).await;
@@ -308,6 +399,13 @@ impl Follower {
             self.reported_rollback = rollback;
         }
         let Some(Fetched { outcome: Ok(loaded), .. }) = self.fetched.as_ref() else { return };
+        if look_again
+            && matches!(&self.decided, Some((digest, Decided::Refused(refusal))) if *digest == loaded.digest && refusal.reason == "WatchFailed")
+        {
+            // Its kinds could not be listed (RBAC not granted yet, say):
+            // offer it again, as a fixed role lets it through.
+            self.decided = None;
+        }
         if self.decided.as_ref().is_some_and(|(digest, _)| *digest == loaded.digest) {
             return;
         }
@@ -354,10 +452,12 @@ impl Follower {
 
     /// On a standby: the version the leader serves, as the resource's
     /// status says, kept to take over with when this replica holds it
-    /// compiled; answers it (or this replica's own when not held).
-    fn follow_the_leader(&mut self, resource: &DynamicObject) -> Arc<LogicModule> {
+    /// compiled, with its probation (the version to roll back to, held
+    /// compiled too); answers it (or this replica's own when not held).
+    async fn follow_the_leader(&mut self, resource: &DynamicObject) -> Arc<LogicModule> {
         let own = self.slot.current();
-        let Some(digest) = status_of(resource).active_digest else { return own };
+        let status = status_of(resource);
+        let Some(digest) = status.active_digest else { return own };
         let held = if digest == own.digest() { None } else { self.swap.held(&digest) };
         let news = self.leader_serves.as_deref() != Some(digest.as_str());
         if news && digest != own.digest() {
@@ -375,9 +475,65 @@ impl Follower {
                 ),
             }
         }
-        self.leader_serves = Some(digest);
-        self.swap.serve_on_takeover(held.clone());
-        held.unwrap_or(own)
+        self.leader_serves = Some(digest.clone());
+        let serves = held.clone().unwrap_or_else(|| own.clone());
+        let probation = match status.probation {
+            Some(probation) if serves.digest() == digest => self.previous_version(resource, &probation).await,
+            _ => None,
+        };
+        self.swap.serve_on_takeover(Some(Takeover { module: serves.clone(), probation }));
+        serves
+    }
+
+    /// On a standby: the version the leader's probation would roll back
+    /// to, held compiled (pulled and compiled now if it is not).
+    async fn previous_version(
+        &mut self,
+        resource: &DynamicObject,
+        probation: &ProbationStatus,
+    ) -> Option<PreviousVersion> {
+        let until = probation.until().filter(|until| *until > SystemTime::now())?;
+        let digest = &probation.previous_digest;
+        if let Some(module) = self.swap.held(digest) {
+            return Some(PreviousVersion { module, until });
+        }
+        let reference = probation.previous_reference.as_ref()?;
+        if self.previous_unavailable.as_ref() == Some(digest) {
+            return None;
+        }
+        let verification = spec_of(resource).verification;
+        let pulled = pull_checked(&self.options.registry, reference, digest, verification.as_ref()).await;
+        let loaded = match pulled {
+            Ok(Pulled { bytes, pinned, .. }) => {
+                let (swap, engine) = (self.swap.clone(), self.slot.current().engine().clone());
+                tokio::task::spawn_blocking(move || {
+                    swap.load(&engine, ModuleSource::Registry(pinned), &bytes, false).map_err(|r| r.message)
+                })
+                .await
+                .unwrap_or_else(|panic| Err(format!("loading stopped: {panic}")))
+            }
+            Err(error) => Err(error),
+        };
+        match loaded {
+            Ok(module) => {
+                tracing::info!(
+                    module = self.name,
+                    reference,
+                    "compiled ahead the version the leader's probation would roll back to"
+                );
+                Some(PreviousVersion { module, until })
+            }
+            Err(error) => {
+                tracing::warn!(
+                    module = self.name,
+                    reference,
+                    error,
+                    "cannot hold the version the leader's probation would roll back to; a takeover keeps no rollback window"
+                );
+                self.previous_unavailable = Some(digest.clone());
+                None
+            }
+        }
     }
 
     /// On a standby whose leader now serves another version: the checks
@@ -476,6 +632,14 @@ impl Follower {
             active_digest: Some(active.digest().to_owned()),
             active_version: Some(active.manifest().version.clone()),
             reconciled_parents: i64::try_from(self.swap.reconciled_parents(active.digest())).ok(),
+            probation: self.swap.probation().filter(|p| p.digest == active.digest()).map(|p| ProbationStatus {
+                previous_digest: p.previous.digest().to_owned(),
+                previous_reference: match p.previous.source() {
+                    ModuleSource::Registry(reference) => Some(reference.clone()),
+                    _ => None,
+                },
+                until: rfc3339(p.until),
+            }),
             // Where the serving bytes can be pulled again (a restart comes
             // up on them): the registry they came from, or the fetched
             // reference when that holds the very same bytes.
@@ -670,6 +834,31 @@ mod tests {
         assert!(same_status(&old, &new));
         new.conditions[0].reason = "Refused".into();
         assert!(!same_status(&old, &new));
+    }
+
+    #[test]
+    fn a_probation_is_written_while_it_runs_and_removed_after() {
+        let until = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let running = Status {
+            probation: Some(ProbationStatus {
+                previous_digest: "sha256:aa".into(),
+                previous_reference: None,
+                until: rfc3339(until),
+            }),
+            ..Status::default()
+        };
+        let written = serde_json::to_value(&running).expect("a status");
+        assert_eq!(
+            written["probation"],
+            serde_json::json!({"previousDigest": "sha256:aa", "until": "2027-01-15T08:00:00Z"})
+        );
+        let read: Status = serde_json::from_value(written).expect("read back");
+        assert_eq!(read.probation.and_then(|p| p.until()), Some(until));
+        // Null, not absent: in a merge patch, null removes the field.
+        let over = serde_json::to_value(Status::default()).expect("a status");
+        assert_eq!(over.get("probation"), Some(&serde_json::Value::Null));
+        let unreadable = ProbationStatus { until: "soon".into(), ..ProbationStatus::default() };
+        assert_eq!(unreadable.until(), None);
     }
 
     #[test]

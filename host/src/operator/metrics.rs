@@ -63,6 +63,12 @@ pub struct NameLabels {
     pub module: String,
 }
 
+/// A watched kind, `apiVersion/Kind` (`v1/ConfigMap`, `apps/v1/Deployment`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct WatchLabels {
+    pub kind: String,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RequestLabels {
     pub verb: &'static str,
@@ -84,6 +90,7 @@ pub struct Metrics {
     pub module_compiles: Family<NameLabels, Counter>,
     pub module_ready: Family<ModuleLabels, Gauge>,
     pub api_requests: Family<RequestLabels, Counter>,
+    pub watches: Family<WatchLabels, Gauge>,
     pub leader: Gauge,
 }
 
@@ -177,6 +184,12 @@ impl Default for Metrics {
             "Requests sent to the API server, by verb (get, list, watch, create, update, patch, delete)",
             api_requests.clone(),
         );
+        let watches = Family::<WatchLabels, Gauge>::default();
+        registry.register(
+            "watches",
+            "1 for each kind this process watches and caches, 0 once it stopped (owned or read by a serving module version; the parents apart), by apiVersion/Kind",
+            watches.clone(),
+        );
         let leader = Gauge::default();
         registry.register("leader", "1 while this replica holds the leader lease", leader.clone());
         Self {
@@ -193,6 +206,7 @@ impl Default for Metrics {
             module_compiles,
             module_ready,
             api_requests,
+            watches,
             leader,
         }
     }
@@ -201,6 +215,18 @@ impl Default for Metrics {
 impl Metrics {
     pub fn api_request(&self, verb: &'static str) {
         self.api_requests.get_or_create(&RequestLabels { verb }).inc();
+    }
+
+    /// A kind's watch started (`true`) or stopped.
+    pub fn watching(&self, api_version: &str, kind: &str, watching: bool) {
+        // Counted up and down, not set: a stopping watch and a new one of
+        // the same kind may overlap for a moment.
+        let labels = WatchLabels { kind: format!("{api_version}/{kind}") };
+        if watching {
+            self.watches.get_or_create(&labels).inc();
+        } else {
+            self.watches.get_or_create(&labels).dec();
+        }
     }
 
     /// The OpenMetrics text exposition.

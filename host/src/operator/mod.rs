@@ -24,6 +24,7 @@ pub mod metrics;
 mod own_writes;
 mod reconcile;
 pub mod references;
+pub mod serving;
 mod status;
 
 use std::future::Future;
@@ -31,6 +32,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use arc_swap::ArcSwap;
 use futures::{FutureExt, StreamExt, TryStreamExt};
 use kube::api::DynamicObject;
 use kube::runtime::reflector::ObjectRef;
@@ -41,12 +43,13 @@ use tokio::sync::{mpsc, watch};
 use crate::modules::{CallError, CallResult, LogicError, LogicModule, ModuleSlot, Reconciler};
 use backoff::Backoff;
 use cached_object::CachedObject;
-use caches::{Cache, CacheEvents, Caches};
-use kinds::{Kind, KindError, Kinds};
+use caches::{CacheEvents, Caches};
+use kinds::{Kind, KindError};
 use leader::{LeaderElection, LeaderElectionOptions, LeaderError};
 use metrics::{Metrics, ModuleMetrics};
 use own_writes::OwnWrites;
 use references::{ParentKey, ReferenceIndex, Related};
+use serving::Serving;
 
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -126,13 +129,20 @@ pub enum OperatorError {
 /// Everything one module's reconciles need, shared by all of them.
 pub struct Context {
     pub client: Client,
+    /// The version serving now, as the module's sources see it; kept equal
+    /// to `serving`'s module by [`Context::serve`].
     pub module: ModuleSlot,
     /// The module's name, as its metrics and logs carry it.
     pub module_name: String,
-    pub kinds: Kinds,
-    /// One cache per owned kind, in manifest order.
-    pub owned: Vec<Arc<Cache>>,
-    pub reads: Vec<Arc<Cache>>,
+    /// The parent kind, which every version of the module keeps.
+    pub parent_kind: Kind,
+    /// The version serving now with the caches of its kinds; a reconcile
+    /// takes it once and uses only it.
+    serving: Arc<ArcSwap<Serving>>,
+    /// Every cache of the process, for a new version's kinds.
+    caches: Arc<Caches>,
+    /// What a cache change means for this module's parents.
+    triggers: Arc<dyn CacheEvents>,
     pub references: Arc<ReferenceIndex>,
     pub metrics: ModuleMetrics,
     /// The field manager writes go under (the manifest's).
@@ -152,6 +162,26 @@ pub struct Context {
 }
 
 impl Context {
+    /// The version serving now, with its caches.
+    pub fn serving(&self) -> Arc<Serving> {
+        self.serving.load_full()
+    }
+
+    /// Makes `serving` the version every later reconcile runs on; answers
+    /// the one it replaced. Reconciles in flight finish on theirs.
+    fn serve(&self, serving: Arc<Serving>) -> Arc<Serving> {
+        self.module.swap(serving.module.clone());
+        self.serving.swap(serving)
+    }
+
+    /// `module` with the caches of its kinds, subscribed to this module's
+    /// triggers (which ignore kinds the serving version does not use).
+    fn serving_for(&self, module: Arc<LogicModule>) -> Result<Serving, KindError> {
+        let serving = Serving::new(module, &self.caches)?;
+        serving.subscribe(&self.triggers);
+        Ok(serving)
+    }
+
     /// One call into `module` (the one this reconcile runs on), on a fresh
     /// instance, timed; a failure of the module itself is counted by its
     /// reason. A dry run (`Calls::Unrecorded`) counts nothing.
@@ -231,7 +261,7 @@ impl WriteInFlight<'_> {
     fn answer(&mut self, resource_version: Option<&str>) {
         self.answered = true;
         if self.ctx.own_writes.answered(&self.id, resource_version) == own_writes::Held::OtherChanges {
-            let parent = ObjectRef::new_with(self.parent, self.ctx.kinds.parent.resource.clone()).within(&self.id.1);
+            let parent = ObjectRef::new_with(self.parent, self.ctx.parent_kind.resource.clone()).within(&self.id.1);
             let _ = self.ctx.requeue.send(parent);
         }
     }
@@ -264,6 +294,8 @@ fn deleted_parent(event: &watcher::Event<CachedObject>) -> Option<ParentKey> {
 /// The parent being reconciled, in the forms the steps need, and the one
 /// module version the whole reconcile runs on.
 pub struct ParentView<'a> {
+    /// That version, with the caches of its kinds.
+    pub serving: &'a Serving,
     pub module: &'a LogicModule,
     pub object: &'a CachedObject,
     pub json: &'a str,
@@ -276,11 +308,11 @@ pub struct ParentView<'a> {
     pub related: &'a [String],
 }
 
-/// Maps one module's cache changes to the parents to reconcile.
+/// Maps one module's cache changes to the parents to reconcile, as the
+/// version serving now uses each kind.
 struct Triggers {
     parent: Kind,
-    owned: Vec<Kind>,
-    reads: Vec<Kind>,
+    serving: Arc<ArcSwap<Serving>>,
     references: Arc<ReferenceIndex>,
     own_writes: Arc<OwnWrites>,
     parents: mpsc::UnboundedSender<ObjectRef<CachedObject>>,
@@ -296,14 +328,15 @@ impl Triggers {
 impl CacheEvents for Triggers {
     fn changed(&self, kind: &Kind, object: &CachedObject) {
         let Some(namespace) = object.namespace() else { return };
-        if self.reads.iter().any(|k| k.key() == kind.key()) {
+        let serving = self.serving.load();
+        if serving.reads(kind) {
             let related =
                 Related { kind: kind.name().to_owned(), namespace: namespace.clone(), name: object.name_any() };
             for (namespace, name) in self.references.parents_of(&related) {
                 self.reconcile(&namespace, &name);
             }
         }
-        if self.owned.iter().any(|k| k.key() == kind.key()) {
+        if serving.owns(kind) {
             let id = (kind.id(), namespace.clone(), object.name_any());
             if self.own_writes.is_echo(&id, object.resource_version().as_deref()) {
                 return;
@@ -329,61 +362,52 @@ fn receiver_stream<T: Send + 'static>(
     futures::stream::poll_fn(move |cx| receiver.poll_recv(cx))
 }
 
-/// One module, set up: its kinds, its caches subscribed, its triggers.
+/// One module, set up: the version it starts on with its caches
+/// subscribed, its triggers.
 struct Prepared {
     slot: ModuleSlot,
     swap: Arc<hot_swap::SwapState>,
     name: String,
-    kinds: Kinds,
-    owned: Vec<Arc<Cache>>,
-    reads: Vec<Arc<Cache>>,
+    parent_kind: Kind,
+    serving: Arc<ArcSwap<Serving>>,
+    triggers: Arc<dyn CacheEvents>,
     references: Arc<ReferenceIndex>,
     own_writes: Arc<OwnWrites>,
     requeue: mpsc::UnboundedSender<ObjectRef<CachedObject>>,
     parents: mpsc::UnboundedReceiver<ObjectRef<CachedObject>>,
     everything: mpsc::UnboundedReceiver<()>,
+    /// Set on taking over a version on probation: the version to roll back
+    /// to (its caches listed) and when the window closes.
+    resumed_probation: Option<(Arc<Serving>, std::time::SystemTime)>,
 }
 
 fn prepare(slot: ModuleSlot, caches: &Caches, metrics: &Arc<Metrics>) -> Result<Prepared, OperatorError> {
     let module = slot.current();
     let name = module.name().to_owned();
-    let kinds = Kinds::from_manifest(module.manifest())
-        .map_err(|source| OperatorError::Kinds { module: name.clone(), source })?;
+    let kinds_error = |source| OperatorError::Kinds { module: name.clone(), source };
+    let parent_kind = Kind::from_info(&module.manifest().parent).map_err(kinds_error)?;
+    let serving = Arc::new(ArcSwap::from_pointee(Serving::new(module.clone(), caches).map_err(kinds_error)?));
     let references = Arc::new(ReferenceIndex::default());
     let own_writes = Arc::new(OwnWrites::default());
     let (parents_tx, parents) = mpsc::unbounded_channel();
     let (everything_tx, everything) = mpsc::unbounded_channel();
     let triggers: Arc<dyn CacheEvents> = Arc::new(Triggers {
-        parent: kinds.parent.clone(),
-        owned: kinds.owned.clone(),
-        reads: kinds.reads.clone(),
+        parent: parent_kind.clone(),
+        serving: serving.clone(),
         references: references.clone(),
         own_writes: own_writes.clone(),
         parents: parents_tx.clone(),
         everything: everything_tx,
     });
-    let subscribed = |kind: &Kind| {
-        let cache = caches.of(kind);
-        cache.subscribe(triggers.clone());
-        cache
-    };
-    let owned: Vec<Arc<Cache>> = kinds.owned.iter().map(subscribed).collect();
-    let mut reads = Vec::new();
-    for kind in &kinds.reads {
-        // A kind both owned and read is watched once and subscribed once.
-        if kinds.owned.iter().any(|k| k.key() == kind.key()) {
-            reads.push(caches.of(kind));
-        } else {
-            reads.push(subscribed(kind));
-        }
-    }
+    let started = serving.load_full();
+    started.subscribe(&triggers);
     tracing::info!(
         module = name,
         version = module.manifest().version,
         digest = module.digest(),
-        parent = kinds.parent.resource.api_version.clone() + "/" + kinds.parent.name(),
-        owned = ?kinds.owned.iter().map(Kind::name).collect::<Vec<_>>(),
-        reads = ?kinds.reads.iter().map(Kind::name).collect::<Vec<_>>(),
+        parent = parent_kind.resource.api_version.clone() + "/" + parent_kind.name(),
+        owned = ?started.owned_kinds.iter().map(Kind::name).collect::<Vec<_>>(),
+        reads = ?started.reads.iter().map(|c| c.kind.name()).collect::<Vec<_>>(),
         "module loaded"
     );
     // The version it starts on is kept compiled too: going back to it costs nothing.
@@ -393,24 +417,25 @@ fn prepare(slot: ModuleSlot, caches: &Caches, metrics: &Arc<Metrics>) -> Result<
         slot,
         swap,
         name,
-        kinds,
-        owned,
-        reads,
+        parent_kind,
+        serving,
+        triggers,
         references,
         own_writes,
         requeue: parents_tx,
         parents,
         everything,
+        resumed_probation: None,
     })
 }
 
 /// Two modules reconciling one parent kind would fight over its children.
 fn one_module_per_parent(prepared: &[Prepared]) -> Result<(), OperatorError> {
     for (i, first) in prepared.iter().enumerate() {
-        let parent = &first.kinds.parent;
+        let parent = &first.parent_kind;
         if let Some(second) = prepared[i + 1..]
             .iter()
-            .find(|p| p.kinds.parent.resource.group == parent.resource.group && p.kinds.parent.name() == parent.name())
+            .find(|p| p.parent_kind.resource.group == parent.resource.group && p.parent_kind.name() == parent.name())
         {
             return Err(OperatorError::SameParent {
                 kind: format!("{}/{}", parent.resource.group, parent.name()),
@@ -436,21 +461,25 @@ pub async fn run(
     if modules.is_empty() {
         return Err(OperatorError::NoModules);
     }
+    let mut at_start = Vec::new();
     if let Some(logic_modules) = &options.logic_modules {
         // Come up on the version each module's LogicModule says was serving.
         for slot in &modules {
-            let module = slot.current();
-            if let Some(serving) =
-                logic_modules::serving_version(&client, &logic_modules.registry, module.engine(), module.name()).await
-            {
-                slot.swap(Arc::new(serving));
+            let takeover = logic_modules::serving_version(&client, &logic_modules.registry, &slot.current()).await;
+            if let Some(takeover) = &takeover {
+                slot.swap(takeover.module.clone());
             }
+            at_start.push(takeover);
         }
     }
-    let caches = Caches::new(client.clone(), options.namespace.clone());
-    let prepared: Vec<Prepared> =
+    let caches = Arc::new(Caches::new(client.clone(), options.namespace.clone(), Some(metrics.clone())));
+    let mut prepared: Vec<Prepared> =
         modules.into_iter().map(|slot| prepare(slot, &caches, &metrics)).collect::<Result<_, _>>()?;
     one_module_per_parent(&prepared)?;
+    for (prepared, takeover) in prepared.iter().zip(at_start) {
+        // A probation from before the restart goes on (see take_over).
+        prepared.swap.serve_on_takeover(takeover);
+    }
     tracing::info!(
         modules = ?prepared.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(),
         namespace = options.namespace.as_deref().unwrap_or("(all)"),
@@ -520,21 +549,24 @@ pub async fn run(
     }
     metrics.leader.set(1);
 
+    for prepared in &mut prepared {
+        take_over(prepared, &caches, options.swap_policy.cache_sync_timeout).await;
+    }
     let instance = instance_name(&options);
     let controllers = prepared.into_iter().zip(leading).map(|(prepared, leading)| {
-        prepared.swap.take_over(&prepared.slot);
         let module = prepared.slot.current();
         let manifest = module.manifest();
         let module_metrics = metrics.for_module(&prepared.name);
         module_metrics.loaded(&manifest.version, module.digest());
-        let parent_writer = reflector::store::Writer::new(prepared.kinds.parent.resource.clone());
+        let parent_writer = reflector::store::Writer::new(prepared.parent_kind.resource.clone());
         let ctx = Arc::new(Context {
             client: client.clone(),
             module: prepared.slot.clone(),
             module_name: prepared.name.clone(),
-            kinds: prepared.kinds.clone(),
-            owned: prepared.owned,
-            reads: prepared.reads,
+            parent_kind: prepared.parent_kind.clone(),
+            serving: prepared.serving,
+            caches: caches.clone(),
+            triggers: prepared.triggers,
             references: prepared.references,
             metrics: module_metrics,
             field_manager: manifest.field_manager.clone(),
@@ -548,6 +580,9 @@ pub async fn run(
             swap_policy: options.swap_policy.clone(),
             own_writes: prepared.own_writes,
         });
+        if let Some((previous, until)) = prepared.resumed_probation {
+            hot_swap::resume_probation(&ctx, previous, until);
+        }
         leading.send_replace(Some(ctx.clone()));
         // A watched module file: new versions are offered for a swap.
         let watcher = prepared.slot.file().map(|file| {
@@ -603,6 +638,65 @@ pub async fn run(
     outcome
 }
 
+/// On becoming the leader, before any reconcile: the module serves the
+/// version the previous leader served when this replica holds it compiled
+/// (`SwapState::take_over`), with its kinds' caches listed first (if they
+/// cannot be listed in time it keeps the version it started on); and when
+/// that version is on probation, the version to roll back to is made ready
+/// the same way.
+async fn take_over(prepared: &mut Prepared, caches: &Caches, sync_timeout: Duration) {
+    let started = prepared.serving.load_full();
+    let previous = prepared.swap.take_over(&prepared.slot);
+    let module = prepared.slot.current();
+    if module.digest() != started.module.digest() {
+        match listed(module.clone(), caches, &prepared.triggers, sync_timeout).await {
+            Ok(serving) => {
+                prepared.serving.store(serving);
+            }
+            Err(error) => {
+                tracing::error!(
+                    module = prepared.name,
+                    digest = module.digest(),
+                    error,
+                    "cannot serve the previous leader's version; serving the one this replica started on"
+                );
+                prepared.slot.swap(started.module.clone());
+                return;
+            }
+        }
+    }
+    let Some(previous) = previous else { return };
+    let rollback_target = if previous.module.digest() == started.module.digest() {
+        Ok(started)
+    } else {
+        listed(previous.module.clone(), caches, &prepared.triggers, sync_timeout).await
+    };
+    match rollback_target {
+        Ok(serving) => prepared.resumed_probation = Some((serving, previous.until)),
+        Err(error) => {
+            tracing::warn!(
+                module = prepared.name,
+                digest = previous.module.digest(),
+                error,
+                "cannot ready the version to roll back to; no rollback window"
+            )
+        }
+    }
+}
+
+/// `module` with the caches of its kinds subscribed and listed.
+async fn listed(
+    module: Arc<LogicModule>,
+    caches: &Caches,
+    triggers: &Arc<dyn CacheEvents>,
+    sync_timeout: Duration,
+) -> Result<Arc<Serving>, String> {
+    let serving = Serving::new(module, caches).map_err(|error| error.to_string())?;
+    serving.subscribe(triggers);
+    serving.wait_until_known(sync_timeout).await?;
+    Ok(Arc::new(serving))
+}
+
 /// Aborts a task when dropped.
 struct AbortOnDrop(tokio::task::JoinHandle<()>);
 
@@ -629,7 +723,7 @@ fn controller_for<Stopped>(
 where
     Stopped: Future<Output = ()> + Send + Sync + 'static,
 {
-    let parent_kind = ctx.kinds.parent.clone();
+    let parent_kind = ctx.parent_kind.clone();
     let parent_store = parent_writer.as_reader();
     let parent_store_for_stop = parent_store.clone();
     let forgetting = ctx.clone();

@@ -17,16 +17,18 @@ use super::create_or_update::{Outcome, create_or_update};
 use super::delete_unwanted::delete_unwanted;
 use super::desired::{self, DesiredObject, Owner};
 use super::inputs::{Inputs, inputs};
+use super::serving::Serving;
 use super::status::{write_stalled, write_status};
 use super::{Calls, Context, ParentView, ReconcileError, hot_swap};
-use crate::modules::{CallError, LogicModule};
+use crate::modules::CallError;
 
 pub async fn reconcile(parent: Arc<CachedObject>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
     let started = Instant::now();
-    // One module version for the whole reconcile, even if a swap happens
-    // meanwhile: the next reconcile takes the new one.
-    let module = ctx.module.current();
-    let result = reconcile_parent(&parent, &ctx, &module).await;
+    // One module version, with its caches, for the whole reconcile, even if
+    // a swap happens meanwhile: the next reconcile takes the new one.
+    let serving = ctx.serving();
+    let module = &serving.module;
+    let result = reconcile_parent(&parent, &ctx, &serving).await;
     if let Err(error) = &result
         && let Some(reason) = error.module_failure()
     {
@@ -34,7 +36,7 @@ pub async fn reconcile(parent: Arc<CachedObject>, ctx: Arc<Context>) -> Result<A
     }
     let key = (parent.namespace().unwrap_or_default(), parent.name_any());
     let failure = result.as_ref().err().filter(|e| e.counts_against_the_module()).map(ToString::to_string);
-    hot_swap::observe(&ctx, &module, &key, failure);
+    hot_swap::observe(&ctx, module, &key, failure);
     let label = match &result {
         Ok(Verdict::Applied) => "success",
         Ok(Verdict::Invalid) => "invalid",
@@ -78,11 +80,8 @@ enum Verdict {
     Deleting,
 }
 
-async fn reconcile_parent(
-    parent: &CachedObject,
-    ctx: &Context,
-    module: &LogicModule,
-) -> Result<Verdict, ReconcileError> {
+async fn reconcile_parent(parent: &CachedObject, ctx: &Context, serving: &Serving) -> Result<Verdict, ReconcileError> {
+    let module = &serving.module;
     let (Some(namespace), Some(uid)) = (parent.meta().namespace.as_deref(), parent.meta().uid.as_deref()) else {
         return Err(ReconcileError::MissingMetadata);
     };
@@ -93,13 +92,14 @@ async fn reconcile_parent(
         ctx.forget(&parent_key);
         return Ok(Verdict::Deleting);
     }
-    let parent_json = parent.module_json(&ctx.kinds.parent);
-    let regarding = parent.object_ref(&ctx.kinds.parent.resource);
+    let parent_json = parent.module_json(&ctx.parent_kind);
+    let regarding = parent.object_ref(&ctx.parent_kind.resource);
 
     let Inputs { related_keys, related, current, current_json } =
-        inputs(ctx, Calls::Recorded, module, parent, &parent_json)?;
+        inputs(ctx, Calls::Recorded, serving, parent, &parent_json)?;
     ctx.references.set(parent_key, related_keys);
     let view = ParentView {
+        serving,
         module,
         object: parent,
         json: &parent_json,
@@ -123,7 +123,7 @@ async fn reconcile_parent(
         Err(source) => return Err(ReconcileError::Module { function: "desired", source }),
     };
     let owner = Owner { namespace, uid };
-    let desired = match desired::check(&ctx.kinds.owned, &owner, answer) {
+    let desired = match desired::check(&serving.owned_kinds, &owner, answer) {
         Ok(desired) => desired,
         Err(problem) => {
             ctx.metrics.module_failed("ModuleInvalidOutput");
@@ -136,7 +136,7 @@ async fn reconcile_parent(
     let mut not_served = BTreeSet::new();
     let mut wanted = BTreeSet::new();
     for DesiredObject { kind_index, name: child, value } in desired {
-        let cache = &ctx.owned[kind_index];
+        let cache = &serving.owned[kind_index];
         let kind = cache.kind.name();
         wanted.insert((kind_index, child.clone()));
         let existing = current.iter().find(|(i, o)| *i == kind_index && o.name_any() == child).map(|(_, o)| o.clone());
@@ -171,7 +171,7 @@ async fn reconcile_parent(
     // What it controls and the module no longer wants goes; but not after a
     // failure, and the status still sees it.
     for (kind_index, object) in &current {
-        let cache = &ctx.owned[*kind_index];
+        let cache = &serving.owned[*kind_index];
         if wanted.contains(&(*kind_index, object.name_any())) {
             continue;
         }
@@ -224,7 +224,7 @@ async fn reconcile_parent(
 /// on the parent, written by the host since the module cannot. Nothing else
 /// changes.
 async fn module_failed(ctx: &Context, parent: &CachedObject, reason: &'static str, error: &ReconcileError) {
-    let regarding = parent.object_ref(&ctx.kinds.parent.resource);
+    let regarding = parent.object_ref(&ctx.parent_kind.resource);
     ctx.events.warning(&regarding, reason, error.to_string()).await;
     if let Err(status_error) = write_stalled(ctx, parent, reason, &error.to_string()).await {
         tracing::warn!(module = ctx.module_name, error = %status_error, "could not record the Stalled condition");

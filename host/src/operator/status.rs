@@ -37,22 +37,22 @@ pub async fn write_status(
         return Ok(false);
     }
     let patch = json!({ "status": merge_patch(&old, &new) });
-    let api: Api<DynamicObject> = ctx.kinds.parent.api(&ctx.client, parent.namespace);
+    let api: Api<DynamicObject> = ctx.parent_kind.api(&ctx.client, parent.namespace);
     let params = patch_params(ctx);
     let patch = Patch::Merge(&patch);
     let request = api.patch_status(parent.name, &params, &patch);
-    let parent_kind = &ctx.kinds.parent;
+    let parent_kind = &ctx.parent_kind;
     ctx.own_write(parent_kind, parent.namespace, parent.name, parent.name, request).await.map_err(|source| {
         ReconcileError::Api {
             verb: "patch status of",
-            kind: ctx.kinds.parent.name().to_owned(),
+            kind: ctx.parent_kind.name().to_owned(),
             namespace: parent.namespace.to_owned(),
             name: parent.name.to_owned(),
             source: Box::new(source),
         }
     })?;
     ctx.status_memo.wrote(key, based_on, written_hash);
-    tracing::info!(module = ctx.module_name, kind = ctx.kinds.parent.name(), name = parent.name, "status updated");
+    tracing::info!(module = ctx.module_name, kind = ctx.parent_kind.name(), name = parent.name, "status updated");
     Ok(true)
 }
 
@@ -88,13 +88,13 @@ pub async fn write_stalled(
         return Ok(false);
     };
     let patch = json!({ "status": { "conditions": conditions } });
-    let api: Api<DynamicObject> = ctx.kinds.parent.api(&ctx.client, namespace);
+    let api: Api<DynamicObject> = ctx.parent_kind.api(&ctx.client, namespace);
     let params = patch_params(ctx);
     let patch = Patch::Merge(&patch);
     let request = api.patch_status(name, &params, &patch);
-    ctx.own_write(&ctx.kinds.parent, namespace, name, name, request).await.map_err(|source| ReconcileError::Api {
+    ctx.own_write(&ctx.parent_kind, namespace, name, name, request).await.map_err(|source| ReconcileError::Api {
         verb: "patch status of",
-        kind: ctx.kinds.parent.name().to_owned(),
+        kind: ctx.parent_kind.name().to_owned(),
         namespace: namespace.to_owned(),
         name: name.to_owned(),
         source: Box::new(source),

@@ -46,7 +46,11 @@ mod module {
                 version: crate::MODULE_VERSION.into(),
                 parent: kind(crate::GROUP, crate::VERSION, "Greeting", "greetings"),
                 crd: crate::CRD_YAML.into(),
-                owned: vec![kind("", "v1", "ConfigMap", "configmaps")],
+                owned: if crate::OWNS_SERVICE_ACCOUNTS {
+                    vec![kind("", "v1", "ConfigMap", "configmaps"), kind("", "v1", "ServiceAccount", "serviceaccounts")]
+                } else {
+                    vec![kind("", "v1", "ConfigMap", "configmaps")]
+                },
                 reads: vec![kind("", "v1", "Secret", "secrets")],
                 field_manager: "greeting-operator".into(),
                 event_reporter: "greeting-operator".into(),

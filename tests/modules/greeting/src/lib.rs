@@ -23,9 +23,13 @@ pub const CRD_YAML: &str = include_str!("../crd.yaml");
 /// cargo feature: `v2` stamps `revision: "2"` on every ConfigMap;
 /// `v1-rebuilt` behaves exactly as the default build; `fail-on-later`
 /// behaves as `v2` but traps for messages starting with `later`;
+/// `service-account` behaves as `v2` and also owns a ServiceAccount named
+/// after each Greeting (another owned kind, so other watches);
 /// `trap-always` traps on every parent, `loop-always` loops and
 /// `allocate-always` allocates without bound on every parent.
-pub const MODULE_VERSION: &str = if cfg!(feature = "fail-on-later") {
+pub const MODULE_VERSION: &str = if cfg!(feature = "service-account") {
+    "0.4.0"
+} else if cfg!(feature = "fail-on-later") {
     "0.3.0"
 } else if cfg!(feature = "v2") {
     "0.2.0"
@@ -37,6 +41,9 @@ pub const MODULE_VERSION: &str = if cfg!(feature = "fail-on-later") {
 
 /// What `v2` adds to every ConfigMap.
 const REVISION: Option<&str> = if cfg!(feature = "v2") { Some("2") } else { None };
+
+/// Whether this build owns a ServiceAccount per Greeting.
+pub const OWNS_SERVICE_ACCOUNTS: bool = cfg!(feature = "service-account");
 
 #[derive(Debug, PartialEq, Eq)]
 pub enum Error {
@@ -151,10 +158,12 @@ pub fn desired(parent: &str, owned: &[String], related: &[String]) -> Result<Vec
             .any(|text| parse("related", text).is_ok_and(|s| str_at(&s, "/metadata/name") == Some(secret.as_str())));
         if found { format!("signed by {secret}") } else { "unsigned".to_owned() }
     });
-    let owned: Vec<Value> = owned.iter().map(|text| parse("owned ConfigMap", text)).collect::<Result<_, _>>()?;
+    let owned: Vec<Value> = owned.iter().map(|text| parse("owned object", text)).collect::<Result<_, _>>()?;
     let mut objects = Vec::new();
     let mut add = |configmap: &str, text: String| -> Result<(), Error> {
-        let current = owned.iter().find(|o| str_at(o, "/metadata/name") == Some(configmap));
+        let current = owned.iter().find(|o| {
+            str_at(o, "/kind").is_none_or(|kind| kind == "ConfigMap") && str_at(o, "/metadata/name") == Some(configmap)
+        });
         let mut data = Map::new();
         data.insert("message".into(), json!(text));
         if let Some(signature) = &signature {
@@ -170,7 +179,49 @@ pub fn desired(parent: &str, owned: &[String], related: &[String]) -> Result<Vec
     for audience in &audiences {
         add(&format!("{name}-{audience}"), format!("{message}, {audience}"))?;
     }
+    if OWNS_SERVICE_ACCOUNTS {
+        let current = owned
+            .iter()
+            .find(|o| str_at(o, "/kind") == Some("ServiceAccount") && str_at(o, "/metadata/name") == Some(name));
+        objects.push(service_account_for(&parent, name, current)?.to_string());
+    }
     Ok(objects)
+}
+
+/// The Greeting's ServiceAccount (`service-account` builds), built on the
+/// current one in place as the ConfigMaps are.
+fn service_account_for(parent: &Value, greeting: &str, current: Option<&Value>) -> Result<Value, Error> {
+    let mut object = owned_object(parent, greeting, "ServiceAccount", greeting, current);
+    object["metadata"]["ownerReferences"] = json!([controller_of(parent, greeting)]);
+    Ok(object)
+}
+
+/// An object of `kind` named `name` the Greeting owns: the current one (what
+/// the server filled in is kept) or a new one, in the Greeting's namespace,
+/// with the module's labels.
+fn owned_object(parent: &Value, greeting: &str, kind: &str, name: &str, current: Option<&Value>) -> Value {
+    let mut object = match current {
+        Some(current) => current.clone(),
+        None => json!({"apiVersion": "v1", "kind": kind, "metadata": {"name": name}}),
+    };
+    if let Some(namespace) = str_at(parent, "/metadata/namespace") {
+        object["metadata"]["namespace"] = json!(namespace);
+    }
+    object["metadata"]["labels"] =
+        json!({"app.kubernetes.io/managed-by": "greeting-operator", "example.c5c3.io/greeting": greeting});
+    object
+}
+
+/// The controller owner reference to the Greeting.
+fn controller_of(parent: &Value, greeting: &str) -> Value {
+    json!({
+        "apiVersion": format!("{GROUP}/{VERSION}"),
+        "kind": "Greeting",
+        "name": greeting,
+        "uid": str_at(parent, "/metadata/uid").unwrap_or_default(),
+        "controller": true,
+        "blockOwnerDeletion": true,
+    })
 }
 
 /// The ConfigMap `configmap`, built on the current one in place: what we own
@@ -182,23 +233,8 @@ fn configmap_for(
     current: Option<&Value>,
     data: Map<String, Value>,
 ) -> Result<Value, Error> {
-    let mut object = match current {
-        Some(current) => current.clone(),
-        None => json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": configmap}}),
-    };
-    if let Some(namespace) = str_at(parent, "/metadata/namespace") {
-        object["metadata"]["namespace"] = json!(namespace);
-    }
-    object["metadata"]["labels"] =
-        json!({"app.kubernetes.io/managed-by": "greeting-operator", "example.c5c3.io/greeting": greeting});
-    let owner = json!({
-        "apiVersion": format!("{GROUP}/{VERSION}"),
-        "kind": "Greeting",
-        "name": greeting,
-        "uid": str_at(parent, "/metadata/uid").unwrap_or_default(),
-        "controller": true,
-        "blockOwnerDeletion": true,
-    });
+    let mut object = owned_object(parent, greeting, "ConfigMap", configmap, current);
+    let owner = controller_of(parent, greeting);
     let references = object["metadata"]["ownerReferences"].as_array().cloned().unwrap_or_default();
     if references.iter().any(|r| r["controller"] == json!(true) && r["uid"] != owner["uid"]) {
         return Err(Error::Invalid(
