@@ -5,9 +5,9 @@
 //! standby pulls, compiles and checks it too, and keeps the version the
 //! leader serves ready; when the leader stops, the standby takes over on
 //! that version: no compile, no swap, and no parent reconciled with the
-//! older version it was started on. A takeover within a swap's watch
-//! window keeps that window: the new leader rolls the version back when it
-//! fails, as the old leader would have.
+//! older version it was started on. A takeover, or a restart, within a
+//! swap's watch window keeps that window: the successor rolls the version
+//! back when it fails, as the old leader would have.
 
 #[path = "logic_module_support.rs"]
 mod logic_module_support;
@@ -237,20 +237,41 @@ async fn a_standby_compiles_ahead_and_takes_over_on_the_swapped_version_without_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_takeover_keeps_the_rollback_window_of_a_recent_swap() {
+    rollback_window_goes_on_after(Successor::Standby).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_keeps_the_rollback_window_of_a_recent_swap() {
+    rollback_window_goes_on_after(Successor::Restart).await;
+}
+
+/// Who serves after the leader stops within a swap's watch window.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Successor {
+    /// A standby that ran beside it.
+    Standby,
+    /// The same operator started again, started with the older version.
+    Restart,
+}
+
+/// A version on probation goes live under replica a; a stops within the
+/// window; the successor serves that version, and rolls it back when it
+/// then fails on two parents, as a would have.
+async fn rollback_window_goes_on_after(successor: Successor) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_test_writer()
         .try_init();
     let _one_logic_module = GREETING_LOGIC_MODULE.lock().await;
     let (v2, fail_on_later) = (built("greeting-v2.wasm"), built("greeting-fail-on-later.wasm"));
-    let registry = OciRegistry::start("hot-swap-ha-window");
+    let registry = OciRegistry::start(&format!("hot-swap-window-{successor:?}"));
     let oci = Registry::new(RegistryOptions { insecure: vec![registry.address.clone()], ..RegistryOptions::default() });
     let repository = format!("{}/modules/greeting", registry.address);
     let v2_pinned = oci.push(v2.clone(), &format!("{repository}:v2")).await.expect("pushing v2");
     let later_pinned =
         oci.push(fail_on_later.clone(), &format!("{repository}:fail-on-later")).await.expect("pushing fail-on-later");
 
-    let ns = TestNamespace::new("hot-swap-ha-window").await;
+    let ns = TestNamespace::new("hot-swap-window").await;
     let v2_module = || {
         LogicModule::from_bytes(memcached_tests::engine(), ModuleSource::Registry(v2_pinned.clone()), &v2, false)
             .expect("v2 loads")
@@ -260,7 +281,10 @@ async fn a_takeover_keeps_the_rollback_window_of_a_recent_swap() {
     let a = start_replica(&ns, &registry.address, "replica-a", v2_module()).await;
     eventually("replica a to lead", || async { a.leads().then_some(()) }).await;
     wait_all(&ns, "every ConfigMap from v2", |_, d| d["revision"] == "2").await;
-    let b = start_replica(&ns, &registry.address, "replica-b", v2_module()).await;
+    let standby = match successor {
+        Successor::Standby => Some(start_replica(&ns, &registry.address, "replica-b", v2_module()).await),
+        Successor::Restart => None,
+    };
     wait_logic_module(&logic_modules, "v2 active", |s| has(s, "Active", "True", "Serving")).await;
 
     // A version that behaves as v2 until a message starts with "later": it
@@ -273,34 +297,42 @@ async fn a_takeover_keeps_the_rollback_window_of_a_recent_swap() {
     assert_eq!(status["activeDigest"], digest(&fail_on_later));
     assert_eq!(status["probation"]["previousDigest"], digest(&v2), "{status:#}");
     assert_eq!(status["probation"]["previousReference"], v2_pinned, "{status:#}");
-    let mut both = vec![digest(&v2), digest(&fail_on_later)];
-    both.sort();
-    eventually("the standby to hold both versions", || async { (b.ready() == both).then_some(()) }).await;
+    if let Some(b) = &standby {
+        let mut both = vec![digest(&v2), digest(&fail_on_later)];
+        both.sort();
+        eventually("the standby to hold both versions", || async { (b.ready() == both).then_some(()) }).await;
+    }
 
-    // a goes away within the window; b takes over on the version a served,
-    // and the window goes on under b.
+    // a goes away within the window; its successor serves the version a
+    // served, and the window goes on under it.
     a.0.stop().await.expect("a clean stop");
-    eventually("replica b to lead", || async { b.leads().then_some(()) }).await;
-    assert_eq!(b.serving(), [digest(&fail_on_later)], "b took over on the version a served");
+    let next = match standby {
+        Some(b) => b,
+        None => start_replica(&ns, &registry.address, "replica-a", v2_module()).await,
+    };
+    eventually("the successor to lead", || async { next.leads().then_some(()) }).await;
+    assert_eq!(next.serving(), [digest(&fail_on_later)], "it serves the version a served");
     for (name, message) in [("g-004", "later, maybe"), ("g-005", "later, perhaps")] {
         let mut greeting = greetings.get(name).await.expect("a Greeting");
         greeting.data["spec"]["message"] = json!(message);
         greetings.replace(name, &PostParams::default(), &greeting).await.expect("editing a Greeting");
     }
-    let status = wait_logic_module(&logic_modules, "rolled back by the new leader", |s| {
+    let status = wait_logic_module(&logic_modules, "rolled back by the successor", |s| {
         has(s, "RolledBack", "True", "RolledBack") && s["activeDigest"] == digest(&v2)
     })
     .await;
     assert!(status["probation"].is_null(), "no probation after the rollback: {status:#}");
-    assert_eq!(b.swaps("rolled_back"), 1, "b rolled it back");
-    assert_eq!(b.serving(), [digest(&v2)]);
-    assert_eq!(b.compiles(), 1, "b compiled fail-on-later once, ahead, and rolled back to v2 without a compile");
+    assert_eq!(next.swaps("rolled_back"), 1, "the successor rolled it back");
+    assert_eq!(next.serving(), [digest(&v2)]);
+    if successor == Successor::Standby {
+        assert_eq!(next.compiles(), 1, "b compiled fail-on-later once, ahead, and rolled back to v2 without a compile");
+    }
     wait_all(&ns, "v2 serving every parent, the edited ones too", |name, d| match name {
         "g-004" => d["message"] == "later, maybe" && d["revision"] == "2",
         "g-005" => d["message"] == "later, perhaps" && d["revision"] == "2",
         _ => d["revision"] == "2",
     })
     .await;
-    b.0.stop().await.expect("a clean stop");
+    next.0.stop().await.expect("a clean stop");
     logic_modules.delete("greeting", &Default::default()).await.expect("deleting the LogicModule");
 }
