@@ -29,6 +29,8 @@ from memcached_logic import Logic  # noqa: E402
 from writes import Writer, collection_path  # noqa: E402
 
 MANIFEST = Logic(os.environ.get("MEMCACHED_WASM") or ROOT / "target" / "memcached.wasm").instance().manifest()
+# How often `apply` reads again after a 409 before it gives up.
+CONFLICT_RETRIES = 5
 PYTHON = ROOT / "target" / "venv-controllers" / "bin" / "python"
 KOPF = ROOT / "target" / "venv-controllers" / "bin" / "kopf"
 CONTROL_PLANE = ROOT / "target" / "release" / "control-plane"
@@ -106,13 +108,21 @@ class ControlPlane:
             obj = copy.deepcopy(obj)
             obj["metadata"]["namespace"] = namespace
             kind = kind_of(obj)
-            current = self.api.get(kind, namespace, obj["metadata"]["name"])
-            if current is None:
-                self.api.create(kind, namespace, obj)
-            else:
-                obj["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
-                obj["status"] = current.get("status")
-                self.api.replace(kind, namespace, obj)
+            # The controller writes status at the same time; like any client doing a
+            # read-modify-write, a 409 means read again and retry.
+            for attempt in range(CONFLICT_RETRIES):
+                current = self.api.get(kind, namespace, obj["metadata"]["name"])
+                try:
+                    if current is None:
+                        self.api.create(kind, namespace, obj)
+                    else:
+                        obj["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+                        obj["status"] = current.get("status")
+                        self.api.replace(kind, namespace, obj)
+                    break
+                except ApiException as err:
+                    if err.status != 409 or attempt == CONFLICT_RETRIES - 1:
+                        raise
 
     def delete_all(self, namespace: str, timeout: float = 60) -> None:
         """Deletes the parents in `namespace` and waits until they and their children are gone."""
