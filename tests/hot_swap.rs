@@ -97,14 +97,7 @@ async fn wait_all_of(ns: &TestNamespace<'_>, parents: usize, what: &str, check: 
 }
 
 async fn set_message(greetings: &Api<DynamicObject>, name: &str, message: &str) {
-    for _ in 0..5 {
-        let mut greeting = greetings.get(name).await.expect("the Greeting");
-        greeting.data["spec"]["message"] = json!(message);
-        if greetings.replace(name, &PostParams::default(), &greeting).await.is_ok() {
-            return;
-        }
-    }
-    panic!("could not update {name}");
+    edit(greetings, name, |greeting| greeting.data["spec"]["message"] = json!(message)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -210,10 +210,7 @@ async fn a_standby_compiles_ahead_and_takes_over_on_the_swapped_version_without_
     a.0.stop().await.expect("a clean stop");
     eventually("replica b to lead", || async { b.leads().then_some(()) }).await;
     assert_eq!(b.serving(), [digest(&v2)], "b took over on the version a served");
-    let greeting = greetings.get("g-000").await.expect("a Greeting");
-    let mut edited = greeting.clone();
-    edited.data["spec"]["message"] = json!("after the takeover");
-    greetings.replace("g-000", &PostParams::default(), &edited).await.expect("editing a Greeting");
+    edit(&greetings, "g-000", |greeting| greeting.data["spec"]["message"] = json!("after the takeover")).await;
     wait_all(&ns, "b serving v2", |name, d| {
         (name != "g-000" || d["message"] == "after the takeover") && d["revision"] == "2"
     })
@@ -313,9 +310,7 @@ async fn rollback_window_goes_on_after(successor: Successor) {
     eventually("the successor to lead", || async { next.leads().then_some(()) }).await;
     assert_eq!(next.serving(), [digest(&fail_on_later)], "it serves the version a served");
     for (name, message) in [("g-004", "later, maybe"), ("g-005", "later, perhaps")] {
-        let mut greeting = greetings.get(name).await.expect("a Greeting");
-        greeting.data["spec"]["message"] = json!(message);
-        greetings.replace(name, &PostParams::default(), &greeting).await.expect("editing a Greeting");
+        edit(&greetings, name, |greeting| greeting.data["spec"]["message"] = json!(message)).await;
     }
     let status = wait_logic_module(&logic_modules, "rolled back by the successor", |s| {
         has(s, "RolledBack", "True", "RolledBack") && s["activeDigest"] == digest(&v2)

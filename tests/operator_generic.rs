@@ -54,9 +54,7 @@ impl Greetings<'_> {
     }
 
     async fn set_spec(&self, name: &str, spec: Value) {
-        let mut greeting = self.api().get(name).await.expect("the Greeting");
-        greeting.data["spec"] = spec;
-        self.api().replace(name, &PostParams::default(), &greeting).await.expect("updating the Greeting");
+        edit(&self.api(), name, |greeting| greeting.data["spec"] = spec.clone()).await;
     }
 
     async fn configmap(&self, name: &str) -> Option<DynamicObject> {
@@ -293,9 +291,7 @@ async fn a_module_written_in_python_is_reconciled_by_the_same_host() {
     let set_spec = |spec: Value| {
         let echoes = echoes.clone();
         async move {
-            let mut echo = echoes.get("hi").await.expect("the Echo");
-            echo.data["spec"] = spec;
-            echoes.replace("hi", &PostParams::default(), &echo).await.expect("updating the Echo");
+            edit(&echoes, "hi", |echo| echo.data["spec"] = spec.clone()).await;
         }
     };
     set_spec(json!({"text": "hello", "shout": true})).await;
@@ -306,9 +302,7 @@ async fn a_module_written_in_python_is_reconciled_by_the_same_host() {
     // Steady state: a reconcile of an unchanged Echo writes nothing.
     let mark = plane.audit_mark().expect("the audit log");
     let reconciled = operator.reconciles("success");
-    let mut echo = echoes.get("hi").await.expect("the Echo");
-    echo.annotations_mut().insert("touched".into(), "yes".into());
-    echoes.replace("hi", &PostParams::default(), &echo).await.expect("annotating the Echo");
+    edit(&echoes, "hi", |echo| drop(echo.annotations_mut().insert("touched".into(), "yes".into()))).await;
     eventually("one more reconcile", || async { (operator.reconciles("success") > reconciled).then_some(()) }).await;
     let writes = ns.operator_writes(mark).await;
     assert!(writes.is_empty(), "an unchanged Echo was written to: {writes:?}");

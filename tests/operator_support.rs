@@ -202,6 +202,22 @@ where
     }
 }
 
+/// Reads `name`, lets `change` edit it and writes it back, reading again after
+/// a 409: the operator writes the object's status meanwhile, as it would
+/// under any user's read-modify-write.
+pub async fn edit(api: &Api<DynamicObject>, name: &str, change: impl Fn(&mut DynamicObject)) -> DynamicObject {
+    for _ in 0..5 {
+        let mut object = api.get(name).await.unwrap_or_else(|e| panic!("reading {name}: {e}"));
+        change(&mut object);
+        match api.replace(name, &PostParams::default(), &object).await {
+            Ok(written) => return written,
+            Err(kube::Error::Api(answer)) if answer.code == 409 => continue,
+            Err(e) => panic!("writing {name}: {e}"),
+        }
+    }
+    panic!("writing {name}: a 409 five times in a row")
+}
+
 /// The shared control plane, our CRDs, the operator user bound, and a fresh
 /// namespace with an admin client.
 pub struct TestNamespace<'a> {
@@ -248,9 +264,7 @@ impl<'a> TestNamespace<'a> {
 
     /// Replaces the CR's spec with `spec` (a PUT of the whole object).
     pub async fn set_spec(&self, name: &str, spec: Value) -> DynamicObject {
-        let mut current = self.memcacheds().get(name).await.expect("reading the Memcached");
-        current.data["spec"] = spec;
-        self.memcacheds().replace(name, &PostParams::default(), &current).await.expect("replacing the Memcached")
+        edit(&self.memcacheds(), name, |current| current.data["spec"] = spec.clone()).await
     }
 
     pub async fn create_secret(&self, name: &str, data: Value) {
