@@ -1,0 +1,134 @@
+//! The LogicModule's status as the leader writes it: what was fetched,
+//! whether it verified, what serves, whether it rolled back.
+
+use kube::ResourceExt;
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+
+use super::resource::{ProbationStatus, Status, new_condition, rfc3339, same_status, status_of};
+use super::{Decided, Follower, api_resource};
+use crate::modules::ModuleSource;
+use crate::operator::Context;
+
+impl Follower {
+    /// Writes the resource's status when it changed (the leader only);
+    /// answers the resource as written. The count of reconciled parents is
+    /// brought up to date only on the poll tick: during a rollout it changes
+    /// with every reconcile, and each write would wake this loop again.
+    pub(super) async fn report(&self, ctx: &Context, count: bool) -> Option<DynamicObject> {
+        let resource = self.resource.as_ref()?;
+        let old = status_of(resource);
+        let mut new = self.status(resource, &old);
+        if !count && old.reconciled_parents.is_some() {
+            new.reconciled_parents = old.reconciled_parents;
+        }
+        if same_status(&old, &new) {
+            return None;
+        }
+        let api: Api<DynamicObject> = Api::all_with(ctx.client.clone(), &api_resource());
+        let patch = serde_json::json!({ "status": new });
+        let params = PatchParams { field_manager: Some(ctx.field_manager.clone()), ..PatchParams::default() };
+        match api.patch_status(&resource.name_any(), &params, &Patch::Merge(&patch)).await {
+            Ok(written) => Some(written),
+            Err(error) => {
+                tracing::warn!(module = self.name, error = %error, "cannot write the LogicModule's status");
+                None
+            }
+        }
+    }
+
+    fn status(&self, resource: &DynamicObject, old: &Status) -> Status {
+        let generation = resource.metadata.generation;
+        let active = self.slot.current();
+        let rollback = self.swap.last_rollback();
+        let mut status = Status {
+            observed_generation: generation,
+            active_digest: Some(active.digest().to_owned()),
+            active_version: Some(active.manifest().version.clone()),
+            reconciled_parents: i64::try_from(self.swap.reconciled_parents(active.digest())).ok(),
+            probation: self.swap.probation().filter(|p| p.digest == active.digest()).map(|p| ProbationStatus {
+                previous_digest: p.previous.digest().to_owned(),
+                previous_reference: match p.previous.source() {
+                    ModuleSource::Registry(reference) => Some(reference.clone()),
+                    _ => None,
+                },
+                until: rfc3339(p.until),
+            }),
+            // Where the serving bytes can be pulled again (a restart comes
+            // up on them): the registry they came from, or the fetched
+            // reference when that holds the very same bytes.
+            active_reference: match active.source() {
+                ModuleSource::Registry(reference) => Some(reference.clone()),
+                _ => match self.fetched.as_ref().map(|f| &f.outcome) {
+                    Some(Ok(loaded)) if loaded.digest == active.digest() => Some(loaded.pinned.clone()),
+                    _ => None,
+                },
+            },
+            ..Status::default()
+        };
+        let serving = format!("{} ({}) serves", active.manifest().version, active.digest());
+        let mut conditions = Vec::new();
+        let mut set = |type_: &str, ok: Option<bool>, reason: &str, message: String| {
+            let status = match ok {
+                Some(true) => "True",
+                Some(false) => "False",
+                None => "Unknown",
+            };
+            conditions.push(new_condition(old, type_, status, reason, message, generation));
+        };
+        match self.fetched.as_ref().map(|f| &f.outcome) {
+            None => {
+                set("Fetched", None, "Pending", "not fetched yet".into());
+                set("Verified", None, "Pending", "not fetched yet".into());
+                set("Active", Some(false), "Pending", serving);
+                set("RolledBack", Some(false), "NoRollback", String::new());
+            }
+            Some(Err((reason, message))) => {
+                set("Fetched", Some(false), reason, message.clone());
+                set("Verified", None, "NotFetched", "nothing to verify".into());
+                set("Active", Some(false), "NotFetched", serving);
+                set("RolledBack", Some(false), "NoRollback", String::new());
+            }
+            Some(Ok(loaded)) => {
+                status.reference = Some(loaded.pinned.clone());
+                status.digest = Some(loaded.digest.clone());
+                set("Fetched", Some(true), "Pulled", format!("pulled {}", loaded.pinned));
+                let decided = self.decided.as_ref().filter(|(digest, _)| *digest == loaded.digest).map(|(_, d)| d);
+                let rolled_back =
+                    rollback.as_ref().filter(|r| r.from == loaded.digest).map(|r| r.reason.clone()).or_else(|| {
+                        match decided {
+                            Some(Decided::RolledBack(why)) => Some(why.clone()),
+                            _ => None,
+                        }
+                    });
+                match (&loaded.module, decided) {
+                    (Err(refusal), _) | (Ok(_), Some(Decided::Refused(refusal))) => {
+                        set("Verified", Some(false), refusal.reason, refusal.message.clone())
+                    }
+                    (Ok(module), Some(Decided::Serving { dry_run })) => {
+                        let checked = dry_run.map_or_else(String::new, |n| format!(", a dry run over {n} parents"));
+                        set("Verified", Some(true), "Verified", format!("contract {}{checked}", module.contract()))
+                    }
+                    (Ok(module), Some(Decided::RolledBack(_))) => {
+                        set("Verified", Some(true), "Verified", format!("contract {}", module.contract()))
+                    }
+                    (Ok(_), None) => set("Verified", None, "Pending", "verifying".into()),
+                }
+                if active.digest() == loaded.digest {
+                    set("Active", Some(true), "Serving", serving);
+                } else if rolled_back.is_some() {
+                    set("Active", Some(false), "RolledBack", serving);
+                } else if matches!(decided, Some(Decided::Refused(_))) || loaded.module.is_err() {
+                    set("Active", Some(false), "Refused", serving);
+                } else {
+                    set("Active", Some(false), "Pending", serving);
+                }
+                match rolled_back {
+                    Some(why) => set("RolledBack", Some(true), "RolledBack", why),
+                    None => set("RolledBack", Some(false), "NoRollback", String::new()),
+                }
+            }
+        }
+        status.conditions = conditions;
+        status
+    }
+}
