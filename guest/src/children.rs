@@ -16,35 +16,9 @@ use crate::api::Memcached;
 use crate::builders;
 use crate::error::Error;
 use crate::guards;
+use crate::kinds::KindInfo;
 use crate::owner::{set_controller_reference, upsert_controller_reference};
 use crate::parse::{from_json, to_json};
-
-/// An API kind with what a host needs to reach it without discovery.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct KindInfo {
-    pub group: &'static str,
-    pub version: &'static str,
-    pub kind: &'static str,
-    pub plural: &'static str,
-    pub namespaced: bool,
-}
-
-impl KindInfo {
-    pub fn api_version(&self) -> String {
-        if self.group.is_empty() { self.version.to_owned() } else { format!("{}/{}", self.group, self.version) }
-    }
-}
-
-/// The parent at its storage version: what the host watches and what owner
-/// references name (v1alpha1 is served too, see `api::SERVED_VERSIONS`).
-pub const MEMCACHED: KindInfo = KindInfo {
-    group: "memcached.c5c3.io",
-    version: "v1beta1",
-    kind: "Memcached",
-    plural: "memcacheds",
-    namespaced: true,
-};
-pub const SECRET: KindInfo = KindInfo { group: "", version: "v1", kind: "Secret", plural: "secrets", namespaced: true };
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ChildKind {

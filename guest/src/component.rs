@@ -2,9 +2,9 @@
 //! Nothing is decided here.
 
 use crate::children::ChildKind;
-use crate::children::KindInfo;
 use crate::error::{Error, FieldError};
 use crate::exports as logic;
+use crate::kinds::KindInfo;
 
 wit_bindgen::generate!({
     path: ["../wit/controller", "../wit/memcached"],

@@ -9,9 +9,10 @@ use serde_json::Value;
 
 use crate::api::{Memcached, SERVED_VERSIONS, defaults, validation};
 use crate::builders;
-use crate::children::{ChildKind, KindInfo, MEMCACHED, SECRET};
+use crate::children::ChildKind;
 use crate::error::{Error, FieldError};
 use crate::guards;
+use crate::kinds::{KindInfo, MEMCACHED, SECRET};
 use crate::owner::drop_empty_uids;
 use crate::parse::{from_json, from_json_with_unknown, to_json};
 use crate::status::{Observed, Problem, compute_status};

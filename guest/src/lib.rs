@@ -9,6 +9,7 @@ pub mod children;
 pub mod error;
 pub mod exports;
 pub mod guards;
+pub mod kinds;
 pub mod owner;
 pub mod parse;
 pub mod quantity;

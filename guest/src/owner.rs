@@ -5,8 +5,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use serde_json::{Map, Value};
 
 use crate::api::Memcached;
-use crate::children::MEMCACHED;
 use crate::error::{Error, FieldError};
+use crate::kinds::MEMCACHED;
 
 /// The reference to `memcached`, as its controller. A CR rendered
 /// off-cluster has no uid; its reference then has an empty one, which
