@@ -5,8 +5,9 @@
 #   starts the local control plane in its pods mode (etcd, kube-apiserver,
 #   kube-controller-manager with the Deployment and ReplicaSet controllers,
 #   kube-scheduler, and kwok as the fake kubelet of three fake Nodes, all
-#   from `make envtest`) in $RUN_DIR, installs the Memcached CRD and a
-#   ServiceMonitor CRD, starts the operator against it, applies samples,
+#   from `make envtest`) in $RUN_DIR, installs the Memcached CRD, a
+#   ServiceMonitor CRD and the defaults policy (deploy/admission/), starts
+#   the operator against it, applies samples,
 #   waits until every CR is converged and Ready (its Pods scheduled, given
 #   an IP and Ready; no container really runs), prints the objects the
 #   operator created, the Pods with their addresses and each CR's status,
@@ -154,6 +155,20 @@ kubectl apply --server-side -f deploy/crd/ -f tests/crds/ >/dev/null
 kubectl wait --for condition=established --timeout 60s \
   crd/memcacheds.memcached.c5c3.io crd/servicemonitors.monitoring.coreos.com >/dev/null
 
+# The local control plane serves MutatingAdmissionPolicy (beta, switched on),
+# so CRs read back with the defaults the Go operator's webhook stored. A
+# policy takes effect once the API server has loaded it: wait until a
+# server-side dry run of a CR without replicas comes back with its default.
+log "installing the Memcached defaults policy (deploy/admission/)"
+kubectl apply -k deploy/admission/ >/dev/null
+probe='{"apiVersion":"memcached.c5c3.io/v1beta1","kind":"Memcached","metadata":{"name":"defaults-probe","namespace":"default"},"spec":{}}'
+for _ in $(seq 1 150); do
+  probed="$(printf '%s' "$probe" | kubectl create --dry-run=server -o 'jsonpath={.spec.replicas}' -f - 2>/dev/null || true)"
+  [ "$probed" = 1 ] && break
+  sleep 0.2
+done
+[ "${probed:-}" = 1 ] || die "the defaults policy (deploy/admission/) was not in effect after 30 s"
+
 OPERATOR_LOG="$RUN_DIR/operator.log"
 log "starting the operator as the cluster admin (log: $OPERATOR_LOG)"
 # shellcheck disable=SC2086 # OPERATOR_ARGS is a list of flags
@@ -259,7 +274,7 @@ kubectl get pods -A -o wide
 echo
 echo "== Memcached status"
 kubectl get memcacheds -A
-kubectl get memcacheds -A -o jsonpath='{range .items[*]}{"\n"}{.metadata.namespace}/{.metadata.name} (generation {.metadata.generation}, observedGeneration {.status.observedGeneration}):{"\n"}  readyReplicas={.status.readyReplicas} serverList={.status.serverList}{"\n"}{range .status.conditions[*]}  {.type}={.status} {.reason}: {.message}{"\n"}{end}{end}'
+kubectl get memcacheds -A -o jsonpath='{range .items[*]}{"\n"}{.metadata.namespace}/{.metadata.name} (generation {.metadata.generation}, observedGeneration {.status.observedGeneration}):{"\n"}  replicas={.spec.replicas} readyReplicas={.status.readyReplicas} serverList={.status.serverList}{"\n"}{range .status.conditions[*]}  {.type}={.status} {.reason}: {.message}{"\n"}{end}{end}'
 echo
 echo "== Pod addresses behind each Memcached's Service (its EndpointSlices)"
 kubectl get memcacheds -A -o jsonpath='{range .items[*]}{.metadata.namespace} {.metadata.name}{"\n"}{end}' |

@@ -171,6 +171,10 @@ fn without_a_cluster_it_starts_one_and_prints_what_the_operator_created() {
         assert!(addresses.iter().all(|a| a.starts_with("10.244.")), "{cr}: {addresses:?}\n{context}");
     }
     assert!(stdout.contains("readyReplicas=3 serverList=[\"full-cache.production:11211\"]"), "{context}");
+    // The defaults policy was in effect: the minimal CR reads back with the
+    // replicas its webhook default gives; the autoscaled one has none.
+    assert!(stdout.contains("  replicas=1 readyReplicas=1 serverList=[\"my-cache.default:11211\"]"), "{context}");
+    assert!(stdout.contains("  replicas= readyReplicas=3 "), "{context}");
     assert!(!stdout.contains("SecretNotFound"), "{context}");
     assert!(stdout.contains("Created NetworkPolicy full-cache"), "no Created event\n{context}");
 
