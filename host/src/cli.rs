@@ -11,6 +11,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use clap::{ArgAction, Args, Subcommand, ValueEnum};
 
+use crate::modules::compiler::{self, CompileOptions};
 use crate::modules::oci::{Registry, RegistryOptions};
 use crate::modules::{LogicModule, ModuleEngine, ModuleSlot, ModuleSource};
 use crate::operator::api_requests::CountRequestsLayer;
@@ -52,6 +53,22 @@ pub enum HostCommand {
     },
     /// Publish a logic module to an OCI registry (CNCF wasm layout) and print
     /// its reference pinned by digest, for a LogicModule's spec.image.
+    /// Compile one component into native code under a memory bound: what
+    /// `run` starts in a child process for every new module version, so a
+    /// compile never takes the operator's own memory.
+    #[command(hide = true)]
+    CompileModule {
+        #[arg(long, value_name = "FILE")]
+        input: PathBuf,
+        #[arg(long, value_name = "FILE")]
+        output: PathBuf,
+        /// Bytes of data segment the compile may use (RLIMIT_DATA).
+        #[arg(long, value_name = "BYTES")]
+        memory_limit: Option<u64>,
+        /// Compile threads (RAYON_NUM_THREADS sizes the pool beyond one).
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
+    },
     Push {
         /// The component (checked to be a logic module first).
         #[arg(value_name = "FILE")]
@@ -72,6 +89,13 @@ impl HostCommand {
             HostCommand::Manifest => manifest_command(flavor, modules),
             HostCommand::Precompile { output } => precompile_command(flavor, modules, &output),
             HostCommand::Push { file, reference, registry } => push_command(&file, &reference, &registry),
+            HostCommand::CompileModule { input, output, memory_limit, threads } => {
+                crate::modules::compiler::quiet_panics();
+                let engine =
+                    ModuleEngine::compile_only(threads).map_err(|e| anyhow::anyhow!("setting up wasmtime: {e:#}"))?;
+                crate::modules::compiler::compile_in_this_process(&engine, &input, &output, memory_limit)?;
+                Ok(ExitCode::SUCCESS)
+            }
         }
     }
 }
@@ -149,6 +173,66 @@ pub struct RunArgs {
     pub registry_poll_interval: Duration,
     #[command(flatten)]
     pub registry: RegistryArgs,
+    #[command(flatten)]
+    pub compile: CompileArgs,
+}
+
+/// How `run` compiles a module that is not precompiled: at start, and every
+/// new version from a file or a LogicModule. Always in a child process of
+/// this binary, so a compile that runs out of memory or time costs that
+/// version, never the operator.
+#[derive(Args, Clone, Debug)]
+pub struct CompileArgs {
+    /// Most memory one compile may use (e.g. 256Mi, 1Gi; 0 for no bound but
+    /// the pod's). The pod's limit must hold this beside the operator.
+    #[arg(long, env = "WASM_OPERATOR_COMPILE_MEMORY_LIMIT", default_value = compiler::DEFAULT_MEMORY_LIMIT, value_parser = parse_bytes)]
+    pub compile_memory_limit: u64,
+    /// Threads one compile uses: more is faster and takes more memory.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub compile_threads: u16,
+    /// How long one compile may take.
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    pub compile_timeout: Duration,
+    /// Where compiled versions are kept, by digest (default: wasm-operator/compiled
+    /// in the temporary directory, TMPDIR or /tmp).
+    #[arg(long, env = "WASM_OPERATOR_COMPILE_CACHE_DIR", value_name = "DIR")]
+    pub compile_cache_dir: Option<PathBuf>,
+}
+
+impl CompileArgs {
+    /// Out-of-process compiles by this very binary.
+    pub fn options(&self) -> Result<CompileOptions> {
+        Ok(CompileOptions {
+            program: std::env::current_exe().context("finding this binary, which compiles modules")?,
+            cache_dir: self
+                .compile_cache_dir
+                .clone()
+                .unwrap_or_else(|| std::env::temp_dir().join("wasm-operator").join("compiled")),
+            memory_limit: (self.compile_memory_limit > 0).then_some(self.compile_memory_limit),
+            timeout: self.compile_timeout,
+            threads: usize::from(self.compile_threads),
+            keep: compiler::KEEP_COMPILED,
+        })
+    }
+}
+
+/// `512Mi`, `1Gi`, `300M` or plain bytes, as Kubernetes writes quantities.
+fn parse_bytes(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().map_err(|_| format!("{text:?} is not a size such as 320Mi"))?;
+    let factor: u64 = match unit {
+        "" => 1,
+        "Ki" => 1 << 10,
+        "Mi" => 1 << 20,
+        "Gi" => 1 << 30,
+        "k" | "K" => 1_000,
+        "M" => 1_000_000,
+        "G" => 1_000_000_000,
+        _ => return Err(format!("{text:?}: unknown unit {unit:?} (use Ki, Mi, Gi, k, M or G)")),
+    };
+    number.checked_mul(factor).ok_or_else(|| format!("{text:?} is too large"))
 }
 
 /// How OCI registries are reached.
@@ -358,7 +442,8 @@ pub fn push_command(file: &std::path::Path, reference: &str, registry: &Registry
 pub fn run_command(flavor: &Flavor, module_args: &ModuleArgs, args: RunArgs) -> Result<ExitCode> {
     crate::allocator::tune_for_a_long_running_process();
     init_logging(args.log_format);
-    let engine = engine()?;
+    let engine = ModuleEngine::compiling_out_of_process(args.compile.options()?)
+        .map_err(|e| anyhow::anyhow!("setting up wasmtime: {e:#}"))?;
     let modules = load_modules(&engine, flavor, module_args)?;
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
@@ -460,5 +545,22 @@ async fn shutdown_signal() {
     tokio::select! {
         () = terminate => {}
         _ = tokio::signal::ctrl_c() => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_bytes;
+
+    #[test]
+    fn sizes_read_as_kubernetes_writes_them() {
+        assert_eq!(parse_bytes("320Mi"), Ok(320 << 20));
+        assert_eq!(parse_bytes("1Gi"), Ok(1 << 30));
+        assert_eq!(parse_bytes("500M"), Ok(500_000_000));
+        assert_eq!(parse_bytes("4096"), Ok(4096));
+        assert_eq!(parse_bytes("0"), Ok(0));
+        assert!(parse_bytes("12Xi").unwrap_err().contains("unknown unit"));
+        assert!(parse_bytes("Mi").unwrap_err().contains("not a size"));
+        assert!(parse_bytes("99999999999Gi").unwrap_err().contains("too large"));
     }
 }

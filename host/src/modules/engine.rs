@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store};
 
+use super::compiler::{CompileOptions, OutOfProcess};
 use super::wasi::WasiState;
 
 /// Most memory one call may use. The Memcached guest caps its inputs at
@@ -35,6 +36,9 @@ pub const DEADLINE: Duration = Duration::from_millis(TICK_MS * DEADLINE_TICKS);
 pub struct ModuleEngine {
     engine: Engine,
     _ticker: Arc<Ticker>,
+    /// Set for a long-running operator: new versions compile in a child
+    /// process, never in this one (`compiler.rs`).
+    compiler: Option<Arc<OutOfProcess>>,
 }
 
 struct Ticker(Arc<AtomicBool>);
@@ -46,11 +50,41 @@ impl Drop for Ticker {
 }
 
 impl ModuleEngine {
+    /// Compiles in this process, with wasmtime's disk cache: for commands
+    /// that load a module and exit, and tests.
     pub fn new() -> Result<Self, wasmtime::Error> {
-        let engine = Engine::new(&config())?;
+        Self::build(config(Purpose::Run { disk_cache: true }), None)
+    }
+
+    /// Never compiles in this process: a component is compiled by a child
+    /// process under `options`' bounds and its code mapped from the cache.
+    pub fn compiling_out_of_process(options: CompileOptions) -> Result<Self, wasmtime::Error> {
+        Self::build(config(Purpose::Run { disk_cache: false }), Some(Arc::new(OutOfProcess::new(options))))
+    }
+
+    /// An engine that only compiles (the `compile-module` child): the same
+    /// code settings as a running one, no instance pool, no cache; on one
+    /// thread unless `threads` says more.
+    pub fn compile_only(threads: usize) -> Result<Engine, wasmtime::Error> {
+        let mut config = config(Purpose::Compile);
+        config.parallel_compilation(threads > 1);
+        Engine::new(&config)
+    }
+
+    fn build(config: Config, compiler: Option<Arc<OutOfProcess>>) -> Result<Self, wasmtime::Error> {
+        let engine = Engine::new(&config)?;
         let stop = Arc::new(AtomicBool::new(false));
         spawn_epoch_ticker(&engine, stop.clone());
-        Ok(Self { engine, _ticker: Arc::new(Ticker(stop)) })
+        Ok(Self { engine, _ticker: Arc::new(Ticker(stop)), compiler })
+    }
+
+    pub(crate) fn compiler(&self) -> Option<&OutOfProcess> {
+        self.compiler.as_deref()
+    }
+
+    /// How this engine compiles new versions, when out of process.
+    pub fn compile_options(&self) -> Option<&CompileOptions> {
+        self.compiler.as_deref().map(OutOfProcess::options)
     }
 
     pub fn engine(&self) -> &Engine {
@@ -115,9 +149,20 @@ impl ResourceLimiter for Limits {
     }
 }
 
-fn config() -> Config {
+/// What an engine is for. Both build the same code: a child's compile
+/// loads in the operator's engine.
+enum Purpose {
+    Run { disk_cache: bool },
+    Compile,
+}
+
+fn config(purpose: Purpose) -> Config {
     let mut config = Config::new();
     config.epoch_interruption(true);
+    let disk_cache = match purpose {
+        Purpose::Run { disk_cache } => disk_cache,
+        Purpose::Compile => return config,
+    };
     let mut pool = PoolingAllocationConfig::default();
     pool.total_component_instances(POOL_INSTANCES)
         .total_core_instances(POOL_INSTANCES * 4)
@@ -138,7 +183,7 @@ fn config() -> Config {
     config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     // Compiled code is cached on disk when a cache directory is writable
     // (it is not under a read-only root filesystem; then we compile).
-    if let Ok(cache) = wasmtime::Cache::new(wasmtime::CacheConfig::new()) {
+    if disk_cache && let Ok(cache) = wasmtime::Cache::new(wasmtime::CacheConfig::new()) {
         config.cache(Some(cache));
     }
     config

@@ -10,6 +10,7 @@ use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, InstancePre, Linker};
 use wasmtime::{Engine, Store, Trap};
 
+use super::compiler::CompileError;
 use super::contract::{self, ContractError};
 use super::engine::{CallState, DEADLINE, DEADLINE_TICKS, MEMORY_LIMIT_BYTES, ModuleEngine};
 use super::wasi;
@@ -56,6 +57,9 @@ pub enum LoadError {
     CoreModule { source_name: ModuleSource },
     #[error("compiling {source_name}: {error:#}")]
     Compile { source_name: ModuleSource, error: wasmtime::Error },
+    /// A compile in a child process (a long-running operator's) gave no code.
+    #[error("compiling {source_name}: {error}")]
+    CompileOutOfProcess { source_name: ModuleSource, error: CompileError },
     #[error(
         "{source_name} is a precompiled module (native code); load it only if you built it yourself, with --allow-precompiled"
     )]
@@ -72,6 +76,21 @@ pub enum LoadError {
     Manifest { source_name: ModuleSource, error: CallError },
     #[error("{source_name}: its manifest is unusable: {problem}")]
     BadManifest { source_name: ModuleSource, problem: String },
+}
+
+impl LoadError {
+    /// A short, stable name for why a version was not taken: `CompileFailed`
+    /// when the compiler could not finish (out of memory or time, killed,
+    /// not started), which says nothing of the module itself; else
+    /// `LoadFailed` (not a component, invalid, breaks the contract).
+    pub fn reason(&self) -> &'static str {
+        match self {
+            LoadError::CompileOutOfProcess { error, .. } if !matches!(error, CompileError::Failed(_)) => {
+                "CompileFailed"
+            }
+            _ => "LoadFailed",
+        }
+    }
 }
 
 /// One problem the module found, at a field path.
@@ -245,8 +264,13 @@ impl LogicModule {
                 Header::Core => return Err(LoadError::CoreModule { source_name: source }),
                 Header::Other => return Err(LoadError::NotWebAssembly { source_name: source }),
             }
-            Component::new(engine.engine(), bytes)
-                .map_err(|error| LoadError::Compile { source_name: source.clone(), error })?
+            match engine.compiler() {
+                Some(compiler) => compiler
+                    .compile(engine.engine(), &digest, bytes)
+                    .map_err(|error| LoadError::CompileOutOfProcess { source_name: source.clone(), error })?,
+                None => Component::new(engine.engine(), bytes)
+                    .map_err(|error| LoadError::Compile { source_name: source.clone(), error })?,
+            }
         };
         Self::from_component(engine, source, digest, &component)
     }

@@ -3,6 +3,8 @@
 //!
 //! - `engine`: the one wasmtime `Engine` every module of a process shares
 //!   (pooling allocator, epoch deadline, memory limit).
+//! - `compiler`: new versions compiled by a child process under a memory
+//!   bound and a deadline, into an on-disk cache the operator maps.
 //! - `contract`: what a component must export and may import, checked
 //!   before anything runs, with an error naming the file and what is wrong.
 //! - `logic_module`: a loaded module (digest, manifest, `InstancePre`) and
@@ -12,6 +14,7 @@
 //! - `oci`: modules pulled from (and pushed to) OCI registries.
 //! - `signature`: their cosign signatures, checked against a public key.
 
+pub mod compiler;
 mod contract;
 mod engine;
 mod logic_module;

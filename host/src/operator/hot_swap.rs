@@ -213,8 +213,9 @@ impl Prechecked {
 #[error("{message}")]
 pub struct Refusal {
     /// `LoadFailed` (not a component, does not compile, breaks the
-    /// contract), `ParentKindChanged`, `UnsupportedKind`, `WatchFailed` (a
-    /// kind it adds cannot be listed), `DryRunFailed` or
+    /// contract), `CompileFailed` (the compiler ran out of memory or time,
+    /// or was killed), `ParentKindChanged`, `UnsupportedKind`, `WatchFailed`
+    /// (a kind it adds cannot be listed), `DryRunFailed` or
     /// `VerificationStopped`.
     pub reason: &'static str,
     pub message: String,
@@ -468,7 +469,7 @@ impl SwapState {
         self.metrics.compiled();
         let module = LogicModule::from_bytes(engine, source, bytes, allow_precompiled)
             .map(Arc::new)
-            .map_err(|error| Refusal::new("LoadFailed", error.to_string()))?;
+            .map_err(|error| Refusal::new(error.reason(), error.to_string()))?;
         self.remember(module.clone());
         Ok(module)
     }
