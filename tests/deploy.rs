@@ -855,6 +855,15 @@ fn the_deployment_is_hardened_and_matches_the_flags_dockerfile_and_readme() {
         assert_eq!(&labels[key], value, "the metrics Service selects the operator's pods");
     }
 
+    // A compile's bound and the operator at 10,000 CRs (~210 MiB, make
+    // bench-e2e) fit the pod's memory limit together.
+    let mebibytes = |quantity: &str| -> u64 {
+        quantity.strip_suffix("Mi").and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{quantity} is not in Mi"))
+    };
+    let compile_bound = mebibytes(arg_value(&args, "--compile-memory-limit").expect("--compile-memory-limit"));
+    let limit = mebibytes(container["resources"]["limits"]["memory"].as_str().expect("a memory limit"));
+    assert!(compile_bound + 210 <= limit, "a {compile_bound} MiB compile beside the operator fits {limit} MiB");
+
     // Leader election: on (two replicas), the lease named in the Role.
     let replicas = deployment["spec"]["replicas"].as_u64().unwrap_or(1);
     let leader_elect = arg_value(&args, "--leader-elect").unwrap_or("true");

@@ -31,10 +31,22 @@ fn logic_module_status(resource: &DynamicObject) -> Value {
 /// The LogicModule `greeting` once its status describes its current spec
 /// and satisfies `check`.
 pub async fn wait_logic_module(api: &Api<DynamicObject>, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+    wait_logic_module_named(api, "greeting", what, Duration::from_secs(90), check).await
+}
+
+/// The LogicModule `name` once its status describes its current spec and
+/// satisfies `check`, within `wait`.
+pub async fn wait_logic_module_named(
+    api: &Api<DynamicObject>,
+    name: &str,
+    what: &str,
+    wait: Duration,
+    check: impl Fn(&Value) -> bool,
+) -> Value {
     let last = std::sync::Mutex::new(Value::Null);
-    let waited = tokio::time::timeout(Duration::from_secs(90), async {
+    let waited = tokio::time::timeout(wait, async {
         loop {
-            if let Ok(resource) = api.get("greeting").await {
+            if let Ok(resource) = api.get(name).await {
                 let status = logic_module_status(&resource);
                 let current = status["observedGeneration"].as_i64() == resource.metadata.generation;
                 if current && check(&status) {
