@@ -23,7 +23,7 @@ PY_MODULE := target/echo-py.wasm
 PY_MODULE_SOURCES := $(wildcard tests/modules/echo-py/*.py) tests/modules/echo-py/crd.yaml tests/modules/echo-py/requirements.txt
 TEST_MODULES := $(TEST_MODULE) $(TEST_MODULE_VARIANTS) $(PY_MODULE)
 
-.PHONY: all build wasm test manifests bench bench-e2e bench-swap run render-samples envtest clean
+.PHONY: all build wasm test manifests bench bench-e2e bench-swap bench-compile run render-samples envtest clean
 .PHONY: playground playground-serve test-embeddings test-browser test-python-module lint
 .PHONY: test-controllers bench-controllers metacontroller
 .PHONY: helm
@@ -197,6 +197,12 @@ SWAP_COUNTS ?= 1000
 bench-swap: $(HOST) $(TEST_MODULE) target/greeting-v2.wasm target/greeting-v1-rebuilt.wasm
 	$(CARGO) build --release -p memcached-e2e --bin bench-swap
 	target/release/bench-swap --counts $(SWAP_COUNTS)
+
+## bench-compile: peak memory and time of compiling each module in the child process `run` uses
+## (1 and 2 compile threads; BASELINE=path/to/older/wasm-operator runs its in-process precompile beside it)
+bench-compile: $(HOST) $(WASM) $(TEST_MODULE)
+	$(CARGO) build --release -p memcached-e2e --bin bench-compile
+	target/release/bench-compile $(if $(BASELINE),--baseline $(BASELINE))
 
 ## go-operator: build (or find) the C5C3 Go operator v0.4.0 (tests/go-operator/go.mod), cached outside
 ## the repo; prints its path (GO_OPERATOR_BINARY=path skips the build). bench-e2e and tests/migration.rs run it.
