@@ -51,8 +51,6 @@ pub enum HostCommand {
         #[arg(short = 'o', long = "output", value_name = "FILE")]
         output: PathBuf,
     },
-    /// Publish a logic module to an OCI registry (CNCF wasm layout) and print
-    /// its reference pinned by digest, for a LogicModule's spec.image.
     /// Compile one component into native code under a memory bound: what
     /// `run` starts in a child process for every new module version, so a
     /// compile never takes the operator's own memory.
@@ -69,6 +67,8 @@ pub enum HostCommand {
         #[arg(long, default_value_t = 1)]
         threads: usize,
     },
+    /// Publish a logic module to an OCI registry (CNCF wasm layout) and print
+    /// its reference pinned by digest, for a LogicModule's spec.image.
     Push {
         /// The component (checked to be a logic module first).
         #[arg(value_name = "FILE")]
