@@ -15,9 +15,11 @@ use crate::modules::oci::{Registry, RegistryOptions};
 use crate::modules::{LogicModule, ModuleEngine, ModuleSlot, ModuleSource};
 use crate::operator::api_requests::CountRequestsLayer;
 use crate::operator::hot_swap::SwapPolicy;
+use crate::operator::http::SecureMetrics;
 use crate::operator::leader::LeaderElectionOptions;
 use crate::operator::logic_modules::LogicModuleOptions;
 use crate::operator::metrics::Metrics;
+use crate::operator::metrics_auth::ReviewCache;
 use crate::operator::{self, Options};
 
 /// What a binary built on this host is: its name (the default Lease name)
@@ -94,8 +96,17 @@ pub struct RunArgs {
     #[arg(long, env = "WATCH_NAMESPACE")]
     pub namespace: Option<String>,
     /// Where Prometheus scrapes /metrics.
-    #[arg(long, default_value = "0.0.0.0:8080")]
+    #[arg(long, default_value = "0.0.0.0:8443")]
     pub metrics_bind_address: SocketAddr,
+    /// Serve /metrics over HTTPS, only to requests whose bearer token the API
+    /// server accepts (TokenReview) and allows `get` on the path
+    /// (SubjectAccessReview); false: plain HTTP, open to anyone.
+    #[arg(long, default_value_t = true, action = ArgAction::Set)]
+    pub metrics_secure: bool,
+    /// A directory holding tls.crt and tls.key for /metrics, read again when
+    /// they change (default: a self-signed certificate made at start).
+    #[arg(long, value_name = "DIR")]
+    pub metrics_cert_dir: Option<PathBuf>,
     /// Where kubelet probes /healthz and /readyz.
     #[arg(long, default_value = "0.0.0.0:8081")]
     pub health_probe_bind_address: SocketAddr,
@@ -394,9 +405,15 @@ async fn run_operator(
         let lease = args.leader_election_id.clone().unwrap_or_else(|| flavor.binary.to_owned());
         LeaderElectionOptions::new(namespace, lease, identity())
     });
+    if !args.metrics_secure && args.metrics_cert_dir.is_some() {
+        bail!("--metrics-cert-dir needs --metrics-secure=true (plain HTTP uses no certificate)");
+    }
     let options = Options {
         namespace: args.namespace,
         metrics_address: args.metrics_bind_address,
+        metrics_secure: args
+            .metrics_secure
+            .then(|| SecureMetrics { cert_dir: args.metrics_cert_dir.clone(), review_cache: ReviewCache::default() }),
         health_address: args.health_probe_bind_address,
         leader_election,
         concurrency: args.concurrency,
