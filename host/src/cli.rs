@@ -100,8 +100,9 @@ pub struct RunArgs {
     pub metrics_bind_address: SocketAddr,
     /// Serve /metrics over HTTPS, only to requests whose bearer token the API
     /// server accepts (TokenReview) and allows `get` on the path
-    /// (SubjectAccessReview); false: plain HTTP, open to anyone.
-    #[arg(long, default_value_t = true, action = ArgAction::Set)]
+    /// (SubjectAccessReview); false: plain HTTP, open to anyone. A bare
+    /// `--metrics-secure` means true, as the Go operator's flag.
+    #[arg(long, default_value_t = true, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub metrics_secure: bool,
     /// A directory holding tls.crt and tls.key for /metrics, read again when
     /// they change (default: a self-signed certificate made at start).
@@ -393,6 +394,9 @@ async fn run_operator(
     args: RunArgs,
     allow_precompiled: bool,
 ) -> Result<()> {
+    if !args.metrics_secure && args.metrics_cert_dir.is_some() {
+        bail!("--metrics-cert-dir needs --metrics-secure=true (plain HTTP uses no certificate)");
+    }
     let metrics = Arc::new(Metrics::default());
     let config =
         kube::Config::infer().await.context("finding the cluster (in-cluster, KUBECONFIG or ~/.kube/config)")?;
@@ -405,9 +409,6 @@ async fn run_operator(
         let lease = args.leader_election_id.clone().unwrap_or_else(|| flavor.binary.to_owned());
         LeaderElectionOptions::new(namespace, lease, identity())
     });
-    if !args.metrics_secure && args.metrics_cert_dir.is_some() {
-        bail!("--metrics-cert-dir needs --metrics-secure=true (plain HTTP uses no certificate)");
-    }
     let options = Options {
         namespace: args.namespace,
         metrics_address: args.metrics_bind_address,
