@@ -204,6 +204,8 @@ fn helm_lint_passes_cluster_wide_and_namespace_scoped() {
         &[][..],
         &["--set", "watchNamespace=team-a"][..],
         &["--set", "leaderElection.enabled=false,replicaCount=1"][..],
+        &["--set", "metrics.serviceMonitor.enabled=true"][..],
+        &["--set", "metrics.secure=false,metrics.serviceMonitor.enabled=true"][..],
     ] {
         let mut args = vec!["lint", "--strict", chart.as_str()];
         args.extend_from_slice(extra);
@@ -359,6 +361,32 @@ fn values_reach_the_deployment_and_rbac() {
     assert!(args_of(&with_certs).iter().any(|a| a == "--metrics-cert-dir=/etc/metrics-certs"));
     assert!(!args_of(&objects).iter().any(|a| a.starts_with("--metrics-cert-dir")), "self-signed by default");
 
+    // The ServiceMonitor: off by default (the default render is deploy/'s);
+    // on, deploy/prometheus/monitor.yaml's endpoint for this release's Service.
+    assert!(kinds(&objects).iter().all(|k| k != "ServiceMonitor"));
+    let example =
+        memcached_tests::yaml_file(&control_plane::repo_root().join("deploy/prometheus/monitor.yaml")).remove(0);
+    let monitored = template(&[
+        "--set",
+        "metrics.serviceMonitor.enabled=true,metrics.serviceMonitor.labels.release=kube-prometheus",
+    ]);
+    let monitor = the(&monitored, "ServiceMonitor", "memcached-operator-metrics");
+    assert_eq!(monitor["metadata"]["namespace"], json!(NAMESPACE));
+    assert_eq!(monitor["metadata"]["labels"]["release"], json!("kube-prometheus"));
+    assert_eq!(monitor["spec"]["endpoints"], example["spec"]["endpoints"], "deploy/prometheus/monitor.yaml's endpoint");
+    let mut selector = example["spec"]["selector"].clone();
+    selector["matchLabels"]["app.kubernetes.io/instance"] = json!(RELEASE);
+    assert_eq!(monitor["spec"]["selector"], selector, "this release's metrics Service");
+    let service = the(&monitored, "Service", "memcached-operator-metrics");
+    for (label, value) in monitor["spec"]["selector"]["matchLabels"].as_object().expect("matchLabels") {
+        assert_eq!(&service["metadata"]["labels"][label], value, "the Service carries {label}");
+    }
+    let plain_monitor = template(&["--set", "metrics.serviceMonitor.enabled=true,metrics.secure=false"]);
+    assert_eq!(
+        the(&plain_monitor, "ServiceMonitor", "memcached-operator-metrics")["spec"]["endpoints"],
+        json!([{"path": "/metrics", "port": "http", "scheme": "http"}])
+    );
+
     // Another release name names every object after it; rules for an extra
     // module's kinds join the operator's.
     let chart = chart();
@@ -395,6 +423,7 @@ fn bad_values_are_refused_naming_the_value() {
         ("logFormat=xml", "at '/logFormat'"),
         ("metrics.port=70000", "at '/metrics/port'"),
         ("metrics.secure=yes", "at '/metrics/secure'"),
+        ("metrics.serviceMonitor.enable=true", "additional properties 'enable' not allowed"),
         // The chart's own checks.
         ("leaderElection.enabled=false", "replicaCount: 2 replicas would all reconcile"),
         ("modules=null", "modules: name at least one logic module"),
