@@ -22,7 +22,8 @@
 #   LOCAL_CLUSTER=1    use the local control plane even when a kubeconfig exists
 #   RUN_DIR            working folder for the local control plane (default target/run)
 #   SAMPLES            samples to apply, names under deploy/samples (default "minimal everything")
-#   METRICS_ADDRESS    operator --metrics-bind-address (default 127.0.0.1:0, a free port)
+#   METRICS_ADDRESS    operator --metrics-bind-address (default 127.0.0.1:0, a free port), plain
+#                      HTTP (--metrics-secure=false; OPERATOR_ARGS=--metrics-secure=true for HTTPS)
 #   HEALTH_ADDRESS     operator --health-probe-bind-address (default 127.0.0.1:0)
 #   OPERATOR_ARGS      more flags for `memcached-operator run`
 #   CONVERGE_TIMEOUT   seconds to wait for the samples to converge and be Ready (default 120)
@@ -66,7 +67,7 @@ if [ "${LOCAL_CLUSTER:-}" != 1 ] && { [ -n "${KUBECONFIG:-}" ] || [ -f "$HOME/.k
   log "starting the operator (Ctrl-C stops it); try: kubectl apply -f deploy/samples/minimal.yaml"
   # shellcheck disable=SC2086 # OPERATOR_ARGS is a list of flags
   exec "$OPERATOR" run --leader-elect=false --log-format text \
-    --metrics-bind-address "$METRICS_ADDRESS" --health-probe-bind-address "$HEALTH_ADDRESS" ${OPERATOR_ARGS:-}
+    --metrics-bind-address "$METRICS_ADDRESS" --metrics-secure=false --health-probe-bind-address "$HEALTH_ADDRESS" ${OPERATOR_ARGS:-}
 fi
 
 # ---------------------------------------------------------------------------
@@ -173,7 +174,7 @@ OPERATOR_LOG="$RUN_DIR/operator.log"
 log "starting the operator as the cluster admin (log: $OPERATOR_LOG)"
 # shellcheck disable=SC2086 # OPERATOR_ARGS is a list of flags
 NO_COLOR=1 "$OPERATOR" run --leader-elect=false --log-format text \
-  --metrics-bind-address "$METRICS_ADDRESS" --health-probe-bind-address "$HEALTH_ADDRESS" ${OPERATOR_ARGS:-} \
+  --metrics-bind-address "$METRICS_ADDRESS" --metrics-secure=false --health-probe-bind-address "$HEALTH_ADDRESS" ${OPERATOR_ARGS:-} \
   >"$OPERATOR_LOG" 2>&1 &
 OPERATOR_PID=$!
 echo "$OPERATOR_PID" >>"$PIDS_FILE"

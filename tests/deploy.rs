@@ -9,6 +9,9 @@
 #[path = "operator_support.rs"]
 mod operator_support;
 
+#[path = "metrics_support.rs"]
+mod metrics_support;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::path::PathBuf;
@@ -22,11 +25,17 @@ use memcached_logic::exports;
 use memcached_logic::kinds::KindInfo;
 use serde_json::{Value, json};
 use wasm_operator::modules::ModuleSlot;
+use wasm_operator::operator::http::SecureMetrics;
 use wasm_operator::operator::leader::LeaderElectionOptions;
 use wasm_operator::operator::metrics::Metrics;
 use wasm_operator::operator::{self, Options};
 
 const OPERATOR_USER: &str = "memcached-operator";
+/// The operator's own ClusterRole and ClusterRoleBinding; deploy/ also has
+/// `memcached-operator-metrics-auth` and `memcached-operator-metrics-reader`.
+const OPERATOR_ROLE: &str = "memcached-operator";
+const METRICS_AUTH_ROLE: &str = "memcached-operator-metrics-auth";
+const METRICS_READER_ROLE: &str = "memcached-operator-metrics-reader";
 const WAIT: Duration = Duration::from_secs(60);
 const IMAGE_REPOSITORY: &str = "ghcr.io/c5c3/memcached-operator";
 
@@ -48,6 +57,13 @@ fn kustomized_objects() -> Vec<Value> {
 fn the_object(kind: &str) -> Value {
     let mut found: Vec<Value> = kustomized_objects().into_iter().filter(|o| o["kind"] == kind).collect();
     assert_eq!(found.len(), 1, "deploy/ installs exactly one {kind}");
+    found.remove(0)
+}
+
+fn the_named(kind: &str, name: &str) -> Value {
+    let mut found: Vec<Value> =
+        kustomized_objects().into_iter().filter(|o| o["kind"] == kind && o["metadata"]["name"] == name).collect();
+    assert_eq!(found.len(), 1, "deploy/ installs exactly one {kind} {name}");
     found.remove(0)
 }
 
@@ -335,14 +351,17 @@ async fn rbac_grants_exactly_what_the_operator_uses() {
     let admin = plane.client(User::Admin).await.expect("an admin client");
 
     // deploy/'s roles, bound (for this test only) to the harness's operator
-    // user; the leader-election Role goes into a namespace of ours.
-    let cluster_role = the_object("ClusterRole");
+    // user; the leader-election Role goes into a namespace of ours. The
+    // metrics-auth ClusterRole's reviews are used by a scrape below.
+    let cluster_role = the_named("ClusterRole", OPERATOR_ROLE);
+    let metrics_auth_role = the_named("ClusterRole", METRICS_AUTH_ROLE);
     let mut role = the_object("Role");
     let lease_namespace = plane.create_namespace("deploy-lease").await.expect("a namespace");
     role["metadata"]["namespace"] = json!(lease_namespace);
     let cluster_role_name = cluster_role["metadata"]["name"].as_str().expect("a name").to_owned();
     let role_name = role["metadata"]["name"].as_str().expect("a name").to_owned();
     plane.apply_yaml(&cluster_role.to_string()).await.expect("applying the ClusterRole");
+    plane.apply_yaml(&metrics_auth_role.to_string()).await.expect("applying the metrics-auth ClusterRole");
     plane.apply_yaml(&role.to_string()).await.expect("applying the Role");
     let subject = json!([{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": OPERATOR_USER }]);
     let bindings = [
@@ -350,6 +369,12 @@ async fn rbac_grants_exactly_what_the_operator_uses() {
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
             "metadata": { "name": "test-deploy-memcached-operator-user" },
             "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": cluster_role_name },
+            "subjects": subject,
+        }),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": { "name": "test-deploy-memcached-operator-user-metrics-auth" },
+            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": METRICS_AUTH_ROLE },
             "subjects": subject,
         }),
         json!({
@@ -362,7 +387,7 @@ async fn rbac_grants_exactly_what_the_operator_uses() {
     for binding in &bindings {
         plane.apply_yaml(&binding.to_string()).await.expect("binding the operator user");
     }
-    let cluster_grants = grants(&cluster_role);
+    let cluster_grants = [grants(&cluster_role), grants(&metrics_auth_role)].concat();
     let role_grants = grants(&role);
     for (grant, namespace) in
         cluster_grants.iter().map(|g| (g, None)).chain(role_grants.iter().map(|g| (g, Some(&lease_namespace))))
@@ -465,12 +490,16 @@ async fn rbac_grants_exactly_what_the_operator_uses() {
         .expect("a Memcached")
     };
 
-    // The operator, as the bound user, watching every namespace as deployed.
+    // The operator, as the bound user, watching every namespace as deployed,
+    // serving /metrics as deployed (HTTPS, reviewed) on a free port.
+    let metrics_address =
+        std::net::TcpListener::bind("127.0.0.1:0").and_then(|listener| listener.local_addr()).expect("a free port");
     let mark = plane.audit_mark().expect("the audit log");
     let client = plane.client(User::Operator).await.expect("an operator client");
     let options = Options {
         namespace: None,
-        metrics_address: "127.0.0.1:0".parse().expect("an address"),
+        metrics_address,
+        metrics_secure: Some(SecureMetrics::default()),
         health_address: "127.0.0.1:0".parse().expect("an address"),
         leader_election: Some(LeaderElectionOptions::new(
             lease_namespace.clone(),
@@ -488,6 +517,20 @@ async fn rbac_grants_exactly_what_the_operator_uses() {
         tokio::spawn(operator::run(client, vec![module], Arc::new(Metrics::default()), options, async move {
             let _ = stopped.await;
         }));
+
+    // Prometheus's scrape: a ServiceAccount bound to deploy/'s metrics-reader.
+    metrics_support::bind_metrics_reader(plane, "test-deploy-metrics-reader", &namespace, "prometheus").await;
+    let token = metrics_support::service_account_token(&admin, &namespace, "prometheus").await;
+    eventually("the metrics-reader binding to reach the authorizer", || async {
+        metrics_support::may_read_metrics(&admin, &namespace, "prometheus").await.then_some(())
+    })
+    .await;
+    let address = metrics_address.to_string();
+    eventually_allowed(plane, mark, "a scrape of /metrics with deploy/'s RBAC", || async {
+        let reply = metrics_support::https_get(&address, "/metrics", Some(&token)).await.ok()?;
+        (reply.status == 200).then_some(())
+    })
+    .await;
 
     memcacheds.create(&PostParams::default(), &cr(&full_name, &full_spec)).await.expect("creating the everything CR");
     memcacheds.create(&PostParams::default(), &cr("plain", &json!({}))).await.expect("creating a minimal CR");
@@ -762,7 +805,7 @@ async fn admission_needs_the_grants_no_request_shows() {
         "apiVersion": exports::manifest().parent.api_version(), "kind": "Memcached", "name": "owner",
         "uid": owner.uid().expect("a uid"), "controller": true, "blockOwnerDeletion": true,
     });
-    let cluster_role = the_object("ClusterRole");
+    let cluster_role = the_named("ClusterRole", OPERATOR_ROLE);
 
     // With deploy/'s ClusterRole, the operator may do each of these ...
     bind_cluster_role(plane, &cluster_role, "test-deploy-probe-full", "deploy-probe-full").await;
@@ -847,9 +890,24 @@ fn the_deployment_is_hardened_and_matches_the_flags_dockerfile_and_readme() {
         };
         assert_eq!(port, health, "{probe} probes the --health-probe-bind-address port");
     }
-    assert_eq!(port_named("metrics"), metrics, "the port named metrics is --metrics-bind-address's");
+    // Metrics as the Go operator serves them: HTTPS on 8443, port https.
+    assert_eq!(arg_value(&args, "--metrics-secure"), Some("true"), "--metrics-secure=true");
+    assert_eq!(metrics, 8443);
+    assert_eq!(port_named("https"), metrics, "the port named https is --metrics-bind-address's");
     let service = the_object("Service");
-    assert_eq!(service["spec"]["ports"][0]["targetPort"], json!("metrics"));
+    assert_eq!(
+        service["spec"]["ports"],
+        json!([{"name": "https", "port": 8443, "targetPort": "https", "protocol": "TCP"}]),
+        "the metrics Service"
+    );
+    let reader = the_named("ClusterRole", METRICS_READER_ROLE);
+    assert_eq!(reader["rules"], json!([{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]));
+    let auth = grants(&the_named("ClusterRole", METRICS_AUTH_ROLE));
+    assert_eq!(
+        auth.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        ["create authentication.k8s.io/tokenreviews", "create authorization.k8s.io/subjectaccessreviews"],
+        "the operator may review a scrape's token, nothing more"
+    );
     let labels = &deployment["spec"]["template"]["metadata"]["labels"];
     for (key, value) in service["spec"]["selector"].as_object().expect("a selector") {
         assert_eq!(&labels[key], value, "the metrics Service selects the operator's pods");
@@ -895,10 +953,16 @@ fn the_deployment_is_hardened_and_matches_the_flags_dockerfile_and_readme() {
     // The ServiceAccount, and the bindings to it.
     let account = the_object("ServiceAccount");
     assert_eq!(pod["serviceAccountName"], account["metadata"]["name"]);
-    for kind in ["ClusterRoleBinding", "RoleBinding"] {
-        let binding = the_object(kind);
-        assert_eq!(binding["subjects"][0]["name"], account["metadata"]["name"], "{kind}");
-        assert_eq!(binding["subjects"][0]["namespace"], account["metadata"]["namespace"], "{kind}");
+    let bindings: Vec<Value> = kustomized_objects()
+        .into_iter()
+        .filter(|o| o["kind"] == "ClusterRoleBinding" || o["kind"] == "RoleBinding")
+        .collect();
+    let bound: BTreeSet<&str> = bindings.iter().filter_map(|b| b["roleRef"]["name"].as_str()).collect();
+    assert_eq!(bound, [OPERATOR_ROLE, METRICS_AUTH_ROLE, "memcached-operator-leader-election"].into());
+    for binding in &bindings {
+        let name = &binding["metadata"]["name"];
+        assert_eq!(binding["subjects"][0]["name"], account["metadata"]["name"], "{name}");
+        assert_eq!(binding["subjects"][0]["namespace"], account["metadata"]["namespace"], "{name}");
     }
 
     // One image, tagged with the workspace version, everywhere.
@@ -971,8 +1035,12 @@ fn a_component_turns_on_logic_modules() {
         .collect();
     assert!(crds.contains(&"logicmodules.wasm-operator.c5c3.io"), "{crds:?}");
 
-    let base = grants(&the_object("ClusterRole"));
-    let with_component = grants(find("ClusterRole"));
+    let base = grants(&the_named("ClusterRole", OPERATOR_ROLE));
+    let operator_role = rendered
+        .iter()
+        .find(|o| o["kind"] == "ClusterRole" && o["metadata"]["name"] == OPERATOR_ROLE)
+        .expect("the operator's ClusterRole");
+    let with_component = grants(operator_role);
     let added: Vec<String> = with_component.iter().filter(|g| !base.contains(g)).map(ToString::to_string).collect();
     assert_eq!(
         added,

@@ -13,6 +13,9 @@
 #[path = "operator_support.rs"]
 mod operator_support;
 
+#[path = "metrics_support.rs"]
+mod metrics_support;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -201,6 +204,8 @@ fn helm_lint_passes_cluster_wide_and_namespace_scoped() {
         &[][..],
         &["--set", "watchNamespace=team-a"][..],
         &["--set", "leaderElection.enabled=false,replicaCount=1"][..],
+        &["--set", "metrics.serviceMonitor.enabled=true"][..],
+        &["--set", "metrics.secure=false,metrics.serviceMonitor.enabled=true"][..],
     ] {
         let mut args = vec!["lint", "--strict", chart.as_str()];
         args.extend_from_slice(extra);
@@ -244,8 +249,24 @@ fn default_values_render_what_deploy_installs() {
 fn namespace_scoped_values_render_a_role_there_and_the_namespace_flag() {
     let cluster_wide = template(&[]);
     let scoped = template(&["--set", "watchNamespace=team-a"]);
-    let kinds = kinds(&scoped);
-    assert!(!kinds.contains("ClusterRole") && !kinds.contains("ClusterRoleBinding"), "no cluster-wide RBAC: {kinds:?}");
+    // No cluster-wide RBAC but the metrics reviews' (cluster-scoped
+    // requests) and who may read the metrics.
+    let cluster_wide_rbac: BTreeSet<String> =
+        scoped.iter().filter(|o| o["kind"].as_str().is_some_and(|k| k.starts_with("Cluster"))).map(key).collect();
+    assert_eq!(
+        cluster_wide_rbac,
+        [
+            "ClusterRole//memcached-operator-metrics-auth",
+            "ClusterRole//memcached-operator-metrics-reader",
+            "ClusterRoleBinding//memcached-operator-metrics-auth",
+        ]
+        .map(String::from)
+        .into(),
+        "cluster-wide RBAC"
+    );
+    for name in ["memcached-operator-metrics-auth", "memcached-operator-metrics-reader"] {
+        assert_eq!(the(&scoped, "ClusterRole", name), the(&cluster_wide, "ClusterRole", name), "{name}");
+    }
 
     // The operator's rules, in a Role in the watched namespace, bound there
     // to the ServiceAccount in the release namespace.
@@ -319,6 +340,53 @@ fn values_reach_the_deployment_and_rbac() {
     assert!(!args.iter().any(|a| a.starts_with("--leader-election-id")), "{args:?}");
     assert!(single.iter().all(|o| !o["metadata"]["name"].as_str().unwrap_or("").ends_with("-leader-election")));
 
+    // Plain-HTTP metrics: the flag, a port named http, no metrics RBAC; a
+    // certificate directory.
+    let plain = template(&["--set", "metrics.secure=false,metrics.port=8080"]);
+    let args = args_of(&plain);
+    assert!(args.iter().any(|a| a == "--metrics-secure=false"), "{args:?}");
+    assert!(args.iter().any(|a| a == "--metrics-bind-address=0.0.0.0:8080"), "{args:?}");
+    let container = &the(&plain, "Deployment", RELEASE)["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["ports"][0], json!({"name": "http", "containerPort": 8080, "protocol": "TCP"}));
+    let service = the(&plain, "Service", "memcached-operator-metrics");
+    assert_eq!(
+        service["spec"]["ports"],
+        json!([{"name": "http", "port": 8080, "targetPort": "http", "protocol": "TCP"}])
+    );
+    assert!(
+        plain.iter().all(|o| !o["metadata"]["name"].as_str().unwrap_or("").contains("-metrics-")),
+        "no metrics-auth or metrics-reader role without --metrics-secure"
+    );
+    let with_certs = template(&["--set", "metrics.certDir=/etc/metrics-certs"]);
+    assert!(args_of(&with_certs).iter().any(|a| a == "--metrics-cert-dir=/etc/metrics-certs"));
+    assert!(!args_of(&objects).iter().any(|a| a.starts_with("--metrics-cert-dir")), "self-signed by default");
+
+    // The ServiceMonitor: off by default (the default render is deploy/'s);
+    // on, deploy/prometheus/monitor.yaml's endpoint for this release's Service.
+    assert!(kinds(&objects).iter().all(|k| k != "ServiceMonitor"));
+    let example =
+        memcached_tests::yaml_file(&control_plane::repo_root().join("deploy/prometheus/monitor.yaml")).remove(0);
+    let monitored = template(&[
+        "--set",
+        "metrics.serviceMonitor.enabled=true,metrics.serviceMonitor.labels.release=kube-prometheus",
+    ]);
+    let monitor = the(&monitored, "ServiceMonitor", "memcached-operator-metrics");
+    assert_eq!(monitor["metadata"]["namespace"], json!(NAMESPACE));
+    assert_eq!(monitor["metadata"]["labels"]["release"], json!("kube-prometheus"));
+    assert_eq!(monitor["spec"]["endpoints"], example["spec"]["endpoints"], "deploy/prometheus/monitor.yaml's endpoint");
+    let mut selector = example["spec"]["selector"].clone();
+    selector["matchLabels"]["app.kubernetes.io/instance"] = json!(RELEASE);
+    assert_eq!(monitor["spec"]["selector"], selector, "this release's metrics Service");
+    let service = the(&monitored, "Service", "memcached-operator-metrics");
+    for (label, value) in monitor["spec"]["selector"]["matchLabels"].as_object().expect("matchLabels") {
+        assert_eq!(&service["metadata"]["labels"][label], value, "the Service carries {label}");
+    }
+    let plain_monitor = template(&["--set", "metrics.serviceMonitor.enabled=true,metrics.secure=false"]);
+    assert_eq!(
+        the(&plain_monitor, "ServiceMonitor", "memcached-operator-metrics")["spec"]["endpoints"],
+        json!([{"path": "/metrics", "port": "http", "scheme": "http"}])
+    );
+
     // Another release name names every object after it; rules for an extra
     // module's kinds join the operator's.
     let chart = chart();
@@ -354,6 +422,8 @@ fn bad_values_are_refused_naming_the_value() {
         ("replicaCount=two", "at '/replicaCount'"),
         ("logFormat=xml", "at '/logFormat'"),
         ("metrics.port=70000", "at '/metrics/port'"),
+        ("metrics.secure=yes", "at '/metrics/secure'"),
+        ("metrics.serviceMonitor.enable=true", "additional properties 'enable' not allowed"),
         // The chart's own checks.
         ("leaderElection.enabled=false", "replicaCount: 2 replicas would all reconcile"),
         ("modules=null", "modules: name at least one logic module"),
@@ -598,6 +668,19 @@ impl ChartOperator {
     fn log(&self) -> String {
         self.log.lock().expect("the log").join("\n")
     }
+
+    /// The address /metrics is served on, once it is (the JSON log says).
+    async fn metrics_address(&self) -> String {
+        eventually("the operator to serve /metrics", || async {
+            let lines = self.log.lock().expect("the log").clone();
+            lines.iter().filter_map(|l| serde_json::from_str::<Value>(l).ok()).find_map(|line| {
+                (line["message"] == "serving /metrics, /healthz and /readyz")
+                    .then(|| line["metrics_address"].as_str().map(String::from))
+                    .flatten()
+            })
+        })
+        .await
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -675,8 +758,22 @@ async fn helm_install_grants_the_rbac_runs_in_one_namespace_and_uninstalls() {
     let scoped = release_objects(plane, "scoped", &ops);
     assert_eq!(
         kinds(&scoped),
-        ["Deployment", "Role", "RoleBinding", "Service", "ServiceAccount"].map(String::from).into(),
-        "no cluster-wide RBAC"
+        ["ClusterRole", "ClusterRoleBinding", "Deployment", "Role", "RoleBinding", "Service", "ServiceAccount"]
+            .map(String::from)
+            .into(),
+    );
+    let scoped_cluster_wide: BTreeSet<String> =
+        scoped.iter().filter(|o| o["metadata"]["namespace"].is_null()).map(key).collect();
+    assert_eq!(
+        scoped_cluster_wide,
+        [
+            "ClusterRole//scoped-memcached-operator-metrics-auth",
+            "ClusterRoleBinding//scoped-memcached-operator-metrics-auth",
+            "ClusterRole//scoped-memcached-operator-metrics-reader",
+        ]
+        .map(String::from)
+        .into(),
+        "no cluster-wide RBAC but the metrics reviews' and readers'"
     );
     assert_installed(plane, &scoped);
     let scoped_user = service_account_user(&ops, "scoped-memcached-operator");
@@ -749,6 +846,31 @@ async fn helm_install_grants_the_rbac_runs_in_one_namespace_and_uninstalls() {
         "the operator took its Lease in {ops}"
     );
     assert_eq!(refused(), Vec::<String>::new(), "requests refused with the chart's Role");
+
+    // Its /metrics: HTTPS, reviewed with the chart's metrics-auth
+    // ClusterRole, readable by a ServiceAccount bound to its metrics-reader.
+    let metrics = running.metrics_address().await;
+    let reader = "scoped-memcached-operator-metrics-reader";
+    let binding = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": "test-helm-prometheus"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": reader},
+        "subjects": [{"kind": "ServiceAccount", "name": "prometheus", "namespace": ops}],
+    });
+    plane.apply_yaml(&binding.to_string()).await.expect("binding the metrics reader");
+    let token = metrics_support::service_account_token(&admin, &ops, "prometheus").await;
+    let unbound = metrics_support::service_account_token(&admin, &ops, "someone").await;
+    eventually("the metrics-reader binding to reach the authorizer", || async {
+        metrics_support::may_read_metrics(&admin, &ops, "prometheus").await.then_some(())
+    })
+    .await;
+    let reply = metrics_support::https_get(&metrics, "/metrics", Some(&token)).await.expect("an HTTPS answer");
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert!(reply.body.contains("wasm_operator_reconciles_total"), "{}", reply.body);
+    let reply = metrics_support::https_get(&metrics, "/metrics", Some(&unbound)).await.expect("an HTTPS answer");
+    assert_eq!(reply.status, 403, "{}", reply.body);
+    plane.audit_sync().await.expect("the audit log");
+    assert_eq!(refused(), Vec::<String>::new(), "reviews refused with the chart's metrics-auth ClusterRole");
     drop(running);
 
     // `helm upgrade` of the cluster-wide release to one watched namespace:
@@ -758,8 +880,12 @@ async fn helm_install_grants_the_rbac_runs_in_one_namespace_and_uninstalls() {
     let upgraded = release_objects(plane, RELEASE, NAMESPACE);
     assert_eq!(kinds(&upgraded), kinds(&scoped), "the upgraded release is namespace-scoped");
     assert_installed(plane, &upgraded);
-    let cluster_scoped: Vec<Value> =
-        cluster_wide.iter().filter(|o| o["metadata"]["namespace"].is_null()).cloned().collect();
+    // (The metrics ClusterRoles stay: watchNamespace does not change them.)
+    let cluster_scoped: Vec<Value> = cluster_wide
+        .iter()
+        .filter(|o| o["metadata"]["namespace"].is_null() && o["metadata"]["name"] == RELEASE)
+        .cloned()
+        .collect();
     assert_eq!(kinds(&cluster_scoped), ["ClusterRole", "ClusterRoleBinding"].map(String::from).into());
     wait_uninstalled(plane, &cluster_scoped).await;
     expect_access(&admin, &operator, &access("list", "memcached.c5c3.io/memcacheds", None), false).await;

@@ -36,7 +36,9 @@ impl Process {
         assert!(binary.is_file(), "{} is missing: run `make build`", binary.display());
         let mut child = Command::new(binary)
             .args(["run", "--namespace", &ns.namespace, "--leader-election-namespace", &ns.namespace])
-            .args(["--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0"])
+            // Plain HTTP (tests/metrics_auth.rs scrapes the HTTPS default).
+            .args(["--metrics-bind-address", "127.0.0.1:0", "--metrics-secure=false"])
+            .args(["--health-probe-bind-address", "127.0.0.1:0"])
             .env("KUBECONFIG", ns.plane.kubeconfig(User::Operator))
             .env_remove("POD_NAME")
             .stderr(Stdio::piped())

@@ -72,6 +72,7 @@ pub fn options(namespace: &str) -> Options {
     Options {
         namespace: Some(namespace.to_owned()),
         metrics_address: "127.0.0.1:0".parse().expect("an address"),
+        metrics_secure: None,
         health_address: "127.0.0.1:0".parse().expect("an address"),
         leader_election: None,
         concurrency: 2,

@@ -56,7 +56,7 @@ class Rust(Controller):
 
     def args(self) -> list:
         return [OPERATOR, "run", "--namespace", self.namespace, "--leader-elect=false",
-                "--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0", "--concurrency", "8"]
+                "--metrics-bind-address", "127.0.0.1:0", "--metrics-secure=false", "--health-probe-bind-address", "127.0.0.1:0", "--concurrency", "8"]
 
 
 class Kopf(Controller):

@@ -16,9 +16,11 @@ use crate::modules::oci::{Registry, RegistryOptions};
 use crate::modules::{LogicModule, ModuleEngine, ModuleSlot, ModuleSource};
 use crate::operator::api_requests::CountRequestsLayer;
 use crate::operator::hot_swap::SwapPolicy;
+use crate::operator::http::SecureMetrics;
 use crate::operator::leader::LeaderElectionOptions;
 use crate::operator::logic_modules::LogicModuleOptions;
 use crate::operator::metrics::Metrics;
+use crate::operator::metrics_auth::ReviewCache;
 use crate::operator::{self, Options};
 
 /// What a binary built on this host is: its name (the default Lease name)
@@ -118,8 +120,18 @@ pub struct RunArgs {
     #[arg(long, env = "WATCH_NAMESPACE")]
     pub namespace: Option<String>,
     /// Where Prometheus scrapes /metrics.
-    #[arg(long, default_value = "0.0.0.0:8080")]
+    #[arg(long, default_value = "0.0.0.0:8443")]
     pub metrics_bind_address: SocketAddr,
+    /// Serve /metrics over HTTPS, only to requests whose bearer token the API
+    /// server accepts (TokenReview) and allows `get` on the path
+    /// (SubjectAccessReview); false: plain HTTP, open to anyone. A bare
+    /// `--metrics-secure` means true, as the Go operator's flag.
+    #[arg(long, default_value_t = true, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub metrics_secure: bool,
+    /// A directory holding tls.crt and tls.key for /metrics, read again when
+    /// they change (default: a self-signed certificate made at start).
+    #[arg(long, value_name = "DIR")]
+    pub metrics_cert_dir: Option<PathBuf>,
     /// Where kubelet probes /healthz and /readyz.
     #[arg(long, default_value = "0.0.0.0:8081")]
     pub health_probe_bind_address: SocketAddr,
@@ -467,6 +479,9 @@ async fn run_operator(
     args: RunArgs,
     allow_precompiled: bool,
 ) -> Result<()> {
+    if !args.metrics_secure && args.metrics_cert_dir.is_some() {
+        bail!("--metrics-cert-dir needs --metrics-secure=true (plain HTTP uses no certificate)");
+    }
     let metrics = Arc::new(Metrics::default());
     let config =
         kube::Config::infer().await.context("finding the cluster (in-cluster, KUBECONFIG or ~/.kube/config)")?;
@@ -482,6 +497,9 @@ async fn run_operator(
     let options = Options {
         namespace: args.namespace,
         metrics_address: args.metrics_bind_address,
+        metrics_secure: args
+            .metrics_secure
+            .then(|| SecureMetrics { cert_dir: args.metrics_cert_dir.clone(), review_cache: ReviewCache::default() }),
         health_address: args.health_probe_bind_address,
         leader_election,
         concurrency: args.concurrency,

@@ -57,3 +57,8 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | 
   name: {{ include "memcached-operator.serviceAccountName" . }}
   namespace: {{ .Release.Namespace }}
 {{- end }}
+
+{{/* The metrics port's name: https as the Go operator's, http when plain. */}}
+{{- define "memcached-operator.metricsPortName" -}}
+{{- ternary "https" "http" .Values.metrics.secure }}
+{{- end }}

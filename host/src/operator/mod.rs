@@ -21,11 +21,13 @@ pub mod kinds;
 pub mod leader;
 pub mod logic_modules;
 pub mod metrics;
+pub mod metrics_auth;
 mod own_writes;
 mod reconcile;
 pub mod references;
 pub mod serving;
 mod status;
+pub mod tls;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -56,6 +58,9 @@ pub struct Options {
     /// Watch one namespace; `None` watches all.
     pub namespace: Option<String>,
     pub metrics_address: SocketAddr,
+    /// HTTPS and reviewed requests on `metrics_address`; `None`: plain HTTP,
+    /// open to anyone who reaches it.
+    pub metrics_secure: Option<http::SecureMetrics>,
     pub health_address: SocketAddr,
     pub leader_election: Option<LeaderElectionOptions>,
     /// Parents reconciled at once, per module.
@@ -121,7 +126,7 @@ pub enum OperatorError {
     #[error("no module to run")]
     NoModules,
     #[error(transparent)]
-    Bind(#[from] http::BindError),
+    Serve(#[from] http::ServeError),
     #[error(transparent)]
     Leadership(#[from] LeaderError),
 }
@@ -506,8 +511,10 @@ pub async fn run(
     }
 
     let readiness = http::Readiness::default();
+    let secure = options.metrics_secure.as_ref().map(|settings| (settings, client.clone()));
     let _servers =
-        http::serve(options.metrics_address, options.health_address, metrics.clone(), readiness.clone()).await?;
+        http::serve(options.metrics_address, options.health_address, metrics.clone(), readiness.clone(), secure)
+            .await?;
 
     let (stop_tx, stop_rx) = watch::channel(false);
     let shutdown_requested = {

@@ -189,7 +189,13 @@ async fn run_one(root: &Path, count: usize, poll: &str) -> Result<Vec<Row>, Erro
     let mut operator = Operator(
         Command::new(root.join("target/release/wasm-operator"))
             .args(["--module", &live.display().to_string(), "run", "--leader-elect=false", "--log-format", "json"])
-            .args(["--metrics-bind-address", &metrics, "--health-probe-bind-address", &health])
+            .args([
+                "--metrics-bind-address",
+                &metrics,
+                "--metrics-secure=false",
+                "--health-probe-bind-address",
+                &health,
+            ])
             .args(["--module-poll-interval", poll, "--swap-rollout-per-second", "1000", "--concurrency", "8"])
             .env("KUBECONFIG", plane.kubeconfig(User::Admin))
             .env("XDG_CACHE_HOME", &cache)

@@ -118,7 +118,9 @@ impl OperatorProcess {
             Flavor::Ours => {
                 command
                     .args(["run", "--leader-elect=false", "--log-format", "json"])
-                    .args(["--metrics-bind-address", &metrics, "--health-probe-bind-address", &health])
+                    // Plain-HTTP metrics on loopback, as the Go operator's below.
+                    .args(["--metrics-bind-address", &metrics, "--metrics-secure=false"])
+                    .args(["--health-probe-bind-address", &health])
                     .env_remove("WATCH_NAMESPACE");
             }
             Flavor::Go => {
