@@ -142,10 +142,10 @@ fn main() {
     );
     println!();
     println!(
-        "| {:<22} | {:>7} | {:<24} | {:>7} | {:>17} | {:>8} | {:>9} |",
+        "| {:<22} | {:>7} | {:<27} | {:>7} | {:>17} | {:>8} | {:>9} |",
         "module", "size", "compiler", "threads", "peak RSS MiB", "wall s", "code MiB"
     );
-    println!("|{:-<24}|{:->9}|{:-<26}|{:->9}|{:->19}|{:->10}|{:->11}|", "", "", "", "", "", "", "");
+    println!("|{:-<24}|{:->9}|{:-<29}|{:->9}|{:->19}|{:->10}|{:->11}|", "", "", "", "", "", "", "");
     let mut failed = false;
     for module in &args.modules {
         let size = std::fs::metadata(module).map(|m| m.len()).unwrap_or(0);
@@ -173,14 +173,14 @@ fn main() {
                 let (low, mid, high) = median(runs.iter().map(|m| m.peak_bytes).collect());
                 let (_, took, _) = median(runs.iter().map(|m| m.took).collect());
                 println!(
-                    "| {:<22} | {:>7} | {:<24} | {:>7} | {:>17} | {:>8.1} | {:>9} |",
+                    "| {:<22} | {:>7} | {:<27} | {:>7} | {:>17} | {:>8.1} | {:>9} |",
                     name,
                     format!("{} KB", size / 1000),
                     label,
                     threads,
                     format!("{} / {} / {}", mib(low), mib(mid), mib(high)),
                     took.as_secs_f64(),
-                    mib(runs[0].output_bytes),
+                    format!("{:.1}", runs[0].output_bytes as f64 / f64::from(1 << 20)),
                 );
             }
         }
