@@ -312,5 +312,22 @@ async fn a_module_written_in_python_is_reconciled_by_the_same_host() {
         ns.get(&configmaps_resource(), "hi-echo").await.is_none().then_some(())
     })
     .await;
+
+    // An invalid parent (a name too long for the label the module puts it
+    // in): `desired` answers `invalid`, and `status` is told why through its
+    // `problem`, as the contract says. The module reports the problem it is
+    // given, the host's wording ("invalid: ..."), over its own.
+    let long_name = "e".repeat(70);
+    let invalid: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "python.example.c5c3.io/v1", "kind": "Echo", "metadata": {"name": long_name}, "spec": {"text": "x"}
+    }))
+    .expect("an Echo");
+    echoes.create(&PostParams::default(), &invalid).await.expect("creating an invalid Echo");
+    let reported = eventually("the invalid Echo's problem", || async {
+        let echo = echoes.get(&long_name).await.ok()?;
+        echo.data["status"]["problem"].as_str().map(str::to_owned)
+    })
+    .await;
+    assert_eq!(reported, "invalid: metadata.name: must be at most 63 characters (it is a label value)");
     operator.stop().await.expect("a clean stop");
 }

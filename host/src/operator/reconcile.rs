@@ -115,7 +115,10 @@ async fn reconcile_parent(parent: &CachedObject, ctx: &Context, serving: &Servin
         Err(CallError::Logic(error)) => {
             // Bad input changes nothing and deletes nothing: report it.
             tracing::warn!(module = ctx.module_name, namespace, name, error = %error, "the spec is invalid; nothing changed");
-            if write_status(ctx, &view, &current_json, None).await? {
+            // The contract's `status` hears why (its `problem`), as for a
+            // refused write.
+            let problem = error.to_string();
+            if write_status(ctx, &view, &current_json, Some(&problem)).await? {
                 ctx.events.warning(&regarding, "InvalidSpec", error.to_string()).await;
             }
             return Ok(Verdict::Invalid);
