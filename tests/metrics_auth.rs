@@ -14,7 +14,6 @@ mod operator_support;
 #[path = "metrics_support.rs"]
 mod metrics_support;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -55,14 +54,7 @@ impl Operator {
             .stdout(Stdio::null())
             .spawn()
             .expect("starting the operator");
-        let stderr = child.stderr.take().expect("stderr");
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let sink = lines.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                sink.lock().expect("the log").push(line);
-            }
-        });
+        let lines = collect_stderr(&mut child);
         Self { child, lines }
     }
 

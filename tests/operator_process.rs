@@ -5,7 +5,7 @@
 #[path = "operator_support.rs"]
 mod operator_support;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -45,14 +45,7 @@ impl Process {
             .stdout(Stdio::null())
             .spawn()
             .expect("starting the operator");
-        let stderr = child.stderr.take().expect("stderr");
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let sink = lines.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                sink.lock().expect("the log").push(line);
-            }
-        });
+        let lines = collect_stderr(&mut child);
         Self { child, lines }
     }
 

@@ -424,3 +424,18 @@ pub async fn converged(ns: &TestNamespace<'_>, name: &str) -> BTreeMap<&'static 
     })
     .await
 }
+
+/// The lines a child process writes to stderr, collected as they come (its
+/// stderr must be piped).
+pub fn collect_stderr(child: &mut std::process::Child) -> Arc<std::sync::Mutex<Vec<String>>> {
+    use std::io::BufRead;
+    let stderr = child.stderr.take().expect("a piped stderr");
+    let lines = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = lines.clone();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            sink.lock().expect("the log").push(line);
+        }
+    });
+    lines
+}

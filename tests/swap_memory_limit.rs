@@ -24,7 +24,6 @@ mod oci_registry;
 #[path = "operator_support.rs"]
 mod operator_support;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -47,36 +46,43 @@ fn repo() -> PathBuf {
     control_plane::repo_root()
 }
 
-/// The container deploy/manager/deployment.yaml runs.
-fn shipped_container() -> Value {
-    let text = std::fs::read_to_string(repo().join("deploy/manager/deployment.yaml")).expect("deploy/manager");
-    let deployment: Value = serde_norway::from_str(&text).expect("the Deployment parses");
-    deployment["spec"]["template"]["spec"]["containers"][0].clone()
+/// deploy/manager/deployment.yaml, read once.
+fn shipped_deployment() -> &'static Value {
+    static DEPLOYMENT: OnceLock<Value> = OnceLock::new();
+    DEPLOYMENT.get_or_init(|| {
+        let text = std::fs::read_to_string(repo().join("deploy/manager/deployment.yaml")).expect("deploy/manager");
+        serde_norway::from_str(&text).expect("the Deployment parses")
+    })
+}
+
+/// The container it runs.
+fn shipped_container() -> &'static Value {
+    &shipped_deployment()["spec"]["template"]["spec"]["containers"][0]
+}
+
+/// A quantity deploy/ writes in Mi, in bytes.
+fn mebibytes(quantity: &Value) -> u64 {
+    let text = quantity.as_str().unwrap_or_else(|| panic!("{quantity} is not a quantity"));
+    let number: u64 =
+        text.strip_suffix("Mi").and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{text}: the test reads Mi"));
+    number << 20
 }
 
 /// Its memory limit, in bytes.
 fn shipped_memory_limit() -> u64 {
-    let limit = shipped_container()["resources"]["limits"]["memory"].as_str().expect("a memory limit").to_owned();
-    let number: u64 = limit.trim_end_matches("Mi").parse().expect("a limit in Mi");
-    assert!(limit.ends_with("Mi"), "{limit}: the test reads Mi");
-    number << 20
+    mebibytes(&shipped_container()["resources"]["limits"]["memory"])
 }
 
 /// The size limit of its /tmp emptyDir, where compiled versions are kept.
 fn shipped_tmp_size_limit() -> u64 {
-    let text = std::fs::read_to_string(repo().join("deploy/manager/deployment.yaml")).expect("deploy/manager");
-    let deployment: Value = serde_norway::from_str(&text).expect("the Deployment parses");
-    let volumes = deployment["spec"]["template"]["spec"]["volumes"].as_array().cloned().unwrap_or_default();
+    let volumes = shipped_deployment()["spec"]["template"]["spec"]["volumes"].as_array().expect("volumes");
     let tmp = volumes.iter().find(|v| v["name"] == "tmp").expect("a tmp volume");
-    let limit = tmp["emptyDir"]["sizeLimit"].as_str().expect("a sizeLimit").to_owned();
-    assert!(limit.ends_with("Mi"), "{limit}: the test reads Mi");
-    limit.trim_end_matches("Mi").parse::<u64>().expect("a size in Mi") << 20
+    mebibytes(&tmp["emptyDir"]["sizeLimit"])
 }
 
 /// Its plain environment values (those not from the downward API).
 fn shipped_environment() -> Vec<(String, String)> {
-    let container = shipped_container();
-    let env = container["env"].as_array().cloned().unwrap_or_default();
+    let env = shipped_container()["env"].as_array().cloned().unwrap_or_default();
     env.iter()
         .filter_map(|e| Some((e["name"].as_str()?.to_owned(), e["value"].as_str()?.to_owned())))
         .filter(|(name, _)| name != "HOME")
@@ -261,14 +267,7 @@ impl Operator {
             .stderr(Stdio::piped())
             .stdout(Stdio::null());
         let mut child = command.spawn().expect("starting the operator");
-        let stderr = child.stderr.take().expect("stderr");
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let sink = lines.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                sink.lock().expect("the log").push(line);
-            }
-        });
+        let lines = collect_stderr(&mut child);
         Some(Self { child, lines, cgroup, name })
     }
 

@@ -40,14 +40,12 @@ pub struct CompileOptions {
     pub keep: usize,
 }
 
-/// Compiled versions kept on disk by default: as many as the swap keeps in
-/// memory (`hot_swap::RECENT_VERSIONS`).
+/// Compiled versions kept, on disk here and in memory by the hot swap
+/// (`hot_swap.rs`), so going back to one costs no compile.
 pub const KEEP_COMPILED: usize = 4;
 /// The default bound of one compile (`--compile-memory-limit`): the
 /// Memcached module needs ~190 MiB on one thread (`make bench-compile`).
 pub const DEFAULT_MEMORY_LIMIT: &str = "256Mi";
-/// The default deadline of one compile (`--compile-timeout`).
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Why a compile gave no code.
 #[derive(Debug, thiserror::Error)]
@@ -82,10 +80,6 @@ pub(crate) struct OutOfProcess {
 impl OutOfProcess {
     pub(crate) fn new(options: CompileOptions) -> Self {
         Self { options, one_at_a_time: Mutex::new(()) }
-    }
-
-    pub(crate) fn options(&self) -> &CompileOptions {
-        &self.options
     }
 
     /// The component `bytes` (digest `digest`) compiled for `engine`: from

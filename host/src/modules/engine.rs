@@ -82,11 +82,6 @@ impl ModuleEngine {
         self.compiler.as_deref()
     }
 
-    /// How this engine compiles new versions, when out of process.
-    pub fn compile_options(&self) -> Option<&CompileOptions> {
-        self.compiler.as_deref().map(OutOfProcess::options)
-    }
-
     pub fn engine(&self) -> &Engine {
         &self.engine
     }

@@ -65,8 +65,9 @@ impl Default for SwapPolicy {
 }
 
 /// Module versions kept compiled (the serving one among them), so going
-/// back to one (by hand, or a rollback) costs no compile.
-const RECENT_VERSIONS: usize = 4;
+/// back to one (by hand, or a rollback) costs no compile: as many as the
+/// compile cache keeps on disk.
+const RECENT_VERSIONS: usize = crate::modules::compiler::KEEP_COMPILED;
 
 /// A module's swap state: the probation of its newest version, the
 /// versions it recently ran or compiled, the last rollback, and which
