@@ -14,10 +14,12 @@ HOST_SOURCES := $(shell find host/src -type f) host/Cargo.toml
 # deliberately broken variants (cargo features) the host must refuse, and the
 # versions the hot-swap tests swap between.
 TEST_MODULE := target/greeting.wasm
-TEST_MODULE_SOURCES := $(shell find tests/modules/greeting/src wit/controller -type f) tests/modules/greeting/Cargo.toml tests/modules/greeting/crd.yaml
+SDK_RUST_SOURCES := $(shell find sdk/rust/src wit/controller -type f) sdk/rust/Cargo.toml
+TEST_MODULE_SOURCES := $(shell find tests/modules/greeting/src -type f) tests/modules/greeting/Cargo.toml $(SDK_RUST_SOURCES)
 TEST_MODULE_VARIANTS := target/greeting-contract-v2.wasm target/greeting-missing-functions.wasm target/greeting-wrong-world.wasm \
 	target/greeting-v2.wasm target/greeting-v1-rebuilt.wasm target/greeting-fail-on-later.wasm target/greeting-trap-always.wasm \
-	target/greeting-loop-always.wasm target/greeting-allocate-always.wasm target/greeting-service-account.wasm
+	target/greeting-loop-always.wasm target/greeting-allocate-always.wasm target/greeting-service-account.wasm \
+	target/greeting-wrong-crd.wasm
 # A logic module written in Python (componentize-py): an Echo CRD.
 PY_MODULE := target/echo-py.wasm
 PY_MODULE_SOURCES := $(wildcard tests/modules/echo-py/*.py) tests/modules/echo-py/crd.yaml tests/modules/echo-py/requirements.txt
