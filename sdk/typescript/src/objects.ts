@@ -57,7 +57,7 @@ export function isObject(value: unknown): value is Record<string, unknown> {
 
 function metadataOf(obj: KubeObject | undefined): ObjectMeta {
   const metadata = obj?.metadata;
-  return isObject(metadata) ? (metadata as ObjectMeta) : {};
+  return isObject(metadata) ? metadata : {};
 }
 
 function nonEmptyString(value: unknown): value is string {
@@ -172,12 +172,13 @@ export function merge<T>(current: unknown, desired: T): T {
     }
     return out as T;
   }
-  if (Array.isArray(current) && Array.isArray(desired) && isNamedList(desired)) {
+  const items: unknown = desired;
+  if (Array.isArray(current) && Array.isArray(items) && isNamedList(items)) {
     const byName = new Map<unknown, unknown>();
-    for (const item of current) {
+    for (const item of current as unknown[]) {
       if (isObject(item) && typeof item.name === "string" && !byName.has(item.name)) byName.set(item.name, item);
     }
-    return desired.map((item) => (byName.has(item.name) ? merge(byName.get(item.name), item) : prune(item))) as T;
+    return items.map((item) => (byName.has(item.name) ? merge(byName.get(item.name), item) : prune(item))) as T;
   }
   return prune(desired);
 }
@@ -208,7 +209,7 @@ export function setCondition(
 
 /** The condition of `type` in `conditions`, if any. */
 export function findCondition(conditions: readonly Condition[] | undefined | null, type: string): Condition | undefined {
-  return Array.isArray(conditions) ? conditions.find((c) => isObject(c) && c.type === type) : undefined;
+  return Array.isArray(conditions) ? (conditions as readonly Condition[]).find((c) => isObject(c) && c.type === type) : undefined;
 }
 
 /** The parent's `metadata.generation`, or undefined. */
