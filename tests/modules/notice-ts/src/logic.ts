@@ -8,6 +8,7 @@
 
 import {
   Problems,
+  findCondition,
   log,
   observedGeneration,
   setCondition,
@@ -73,6 +74,7 @@ export const notice: ModuleDefinition<Notice> = {
 
   status(parent, { owned, now, problem }) {
     const generation = observedGeneration(parent);
+    const ready = findCondition(parent.status?.conditions, "Ready");
     const published = owned.get("ConfigMap", configMapName(parent))?.data as Record<string, string> | undefined;
     let why = problem;
     if (why === undefined) {
@@ -92,7 +94,9 @@ export const notice: ModuleDefinition<Notice> = {
       observedGeneration: generation,
       published: published?.message,
       problem: why,
-      conditions: setCondition(parent.status?.conditions, "Ready", status, reason, text, now, generation),
+      // Only the module's own conditions: the host's Stalled (set when the
+      // module failed) goes with the next status the module answers.
+      conditions: setCondition(ready === undefined ? [] : [ready], "Ready", status, reason, text, now, generation),
     };
   },
 };

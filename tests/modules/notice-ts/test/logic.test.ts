@@ -155,6 +155,12 @@ describe("status", () => {
     assert.equal(broken.conditions[0]?.lastTransitionTime, "2026-02-02T00:00:00Z");
   });
 
+  it("drops conditions it does not own (the host's Stalled)", () => {
+    const stalled = { type: "Stalled", status: "True", reason: "ModuleTrapped", message: "boom", lastTransitionTime: NOW };
+    const got = status(parent({ message: "hi" }, {}, { conditions: [stalled] }), [serverConfigMap()]);
+    assert.deepEqual(got.conditions.map((c) => c.type), ["Ready"]);
+  });
+
   it("reports the host's problem, and an invalid spec the host has not reported yet", () => {
     const told = status(parent({ message: "hi" }), [], "invalid: spec.level: must be one of info, warning");
     assert.equal(told.problem, "invalid: spec.level: must be one of info, warning");
