@@ -378,7 +378,11 @@ async fn a_module_written_in_typescript_is_reconciled_by_the_same_host() {
         }
     };
     let ready = |status: &Value| -> Value {
-        status["conditions"].as_array().and_then(|c| c.iter().find(|c| c["type"] == "Ready")).cloned().unwrap_or_default()
+        status["conditions"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["type"] == "Ready"))
+            .cloned()
+            .unwrap_or_default()
     };
     let made = configmap(|d| d["message"] == "hello" && d["level"] == "info" && d["language"] == "typescript").await;
     assert_eq!(controller_uid(&made), created.uid());
