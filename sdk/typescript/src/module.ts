@@ -260,6 +260,8 @@ export function guard<T>(call: () => T, write?: LogWriter): T {
   try {
     return call();
   } catch (error) {
+    // Already the variant (a nested guard, or thrown by hand): pass it on.
+    if (error instanceof ComponentError) throw error;
     const wit = toWitError(error);
     if (wit !== undefined) throw new ComponentError(wit);
     if (write !== undefined) write("error", describeError(error));

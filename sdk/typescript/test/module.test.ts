@@ -185,6 +185,18 @@ describe("desired", () => {
     assert.match(owned.val[0]!.message, /^owned object 0: not JSON: /);
   });
 
+  it("passes a ComponentError thrown by hand on, without logging it", () => {
+    const lines: [LogLevel, string][] = [];
+    const thrown = new ComponentError({ tag: "unsupported", val: "by hand" });
+    const m = module({
+      desired: () => {
+        throw thrown;
+      },
+    }, lines);
+    assert.throws(() => m.desired(text(parent()), [], []), (e: unknown) => e === thrown);
+    assert.deepEqual(lines, []);
+  });
+
   it("needs the parent's name, namespace and uid", () => {
     const p = parent({}, { namespace: undefined, uid: "" });
     assert.deepEqual(witError(() => module().desired(text(p), [], [])), {
