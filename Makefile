@@ -23,10 +23,17 @@ TEST_MODULE_VARIANTS := target/greeting-contract-v2.wasm target/greeting-missing
 # A logic module written in Python (componentize-py): an Echo CRD.
 PY_MODULE := target/echo-py.wasm
 PY_MODULE_SOURCES := $(wildcard tests/modules/echo-py/*.py) tests/modules/echo-py/crd.yaml tests/modules/echo-py/requirements.txt
-TEST_MODULES := $(TEST_MODULE) $(TEST_MODULE_VARIANTS) $(PY_MODULE)
+# A logic module written in TypeScript on the TypeScript SDK (sdk/typescript),
+# built with componentize-js: a Notice CRD.
+TS_SDK := sdk/typescript
+TS_SDK_SOURCES := $(wildcard $(TS_SDK)/src/*.ts) $(addprefix $(TS_SDK)/,package.json package-lock.json tsconfig.json tsconfig.build.json)
+TS_MODULE_DIR := tests/modules/notice-ts
+TS_MODULE := target/notice-ts.wasm
+TS_MODULE_SOURCES := $(wildcard $(TS_MODULE_DIR)/src/*.ts) $(addprefix $(TS_MODULE_DIR)/,crd.yaml package.json package-lock.json)
+TEST_MODULES := $(TEST_MODULE) $(TEST_MODULE_VARIANTS) $(PY_MODULE) $(TS_MODULE)
 
 .PHONY: all build wasm test manifests bench bench-e2e bench-swap bench-compile run render-samples envtest clean
-.PHONY: playground playground-serve test-embeddings test-browser test-python-module lint
+.PHONY: playground playground-serve test-embeddings test-browser test-python-module test-typescript lint
 .PHONY: test-controllers bench-controllers metacontroller
 .PHONY: helm
 .PHONY: go-operator oci-registry cosign
@@ -62,6 +69,15 @@ target/greeting-%.wasm: $(TEST_MODULE_SOURCES) scripts/build-wasm.sh
 $(PY_MODULE): $(PY_MODULE_SOURCES) wit/controller/controller.wit scripts/build-python-module.sh
 	bash scripts/build-python-module.sh
 
+$(TS_MODULE): $(TS_MODULE_SOURCES) $(TS_SDK_SOURCES) wit/controller/controller.wit scripts/build-typescript-module.sh
+	bash scripts/build-typescript-module.sh $(TS_MODULE_DIR) $@
+
+## test-typescript: the TypeScript SDK's and the Notice module's unit tests and linters (tsc strict, eslint);
+## the module's tests also run the built component under Node (jco)
+test-typescript: $(TS_MODULE)
+	cd $(TS_SDK) && npm run --silent lint && npm test
+	cd $(TS_MODULE_DIR) && npm run --silent lint && npm test
+
 ## test-python-module: the Echo module's logic and WIT adapter under CPython
 test-python-module: $(PY_MODULE)
 	target/venv-componentize/bin/python -m pytest -q tests/modules/echo-py
@@ -78,6 +94,7 @@ test: build $(TEST_MODULES) $(CONTROL_PLANE) helm go-operator oci-registry cosig
 	$(MAKE) --no-print-directory lint || status=1; \
 	$(CARGO) test --release --workspace --no-fail-fast || status=1; \
 	$(MAKE) --no-print-directory test-python-module || status=1; \
+	$(MAKE) --no-print-directory test-typescript || status=1; \
 	$(MAKE) --no-print-directory test-embeddings || status=1; \
 	$(MAKE) --no-print-directory test-controllers || status=1; \
 	$(MAKE) --no-print-directory test-browser || status=1; \
