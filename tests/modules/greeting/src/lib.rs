@@ -80,8 +80,11 @@ pub struct GreetingSpec {
     pub signature_secret: Value,
 }
 
+/// Kept whole by the API server (no pruning), like the spec: the host adds
+/// its own `Stalled` condition to it when the module fails.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(schema_with = "any_object")]
 pub struct GreetingStatus {
     pub observed_generation: i64,
     pub phase: String,
