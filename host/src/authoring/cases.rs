@@ -30,7 +30,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::diff;
-use super::documents::yaml;
 use super::offline::{self, Given, Outcome, ReconcileError};
 use super::parents;
 use crate::modules::{LogicModule, ModuleEngine};
@@ -171,8 +170,12 @@ impl CaseFile {
 
     /// The file's text: each case a YAML document.
     pub fn text(&self) -> String {
-        let documents: Vec<String> =
-            self.cases.iter().map(|case| yaml(&serde_json::to_value(case).unwrap_or_default())).collect();
+        // In the struct's order (the inputs, then the expectation).
+        let documents: Vec<String> = self
+            .cases
+            .iter()
+            .map(|case| serde_norway::to_string(case).unwrap_or_else(|error| format!("# not printable: {error}\n")))
+            .collect();
         documents.join("---\n")
     }
 

@@ -83,12 +83,6 @@ impl Rendered {
         let what = &self.what;
         let namespace = offline::namespace_of(&self.parent);
         let uid = self.parent.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default();
-        if self.filled.namespace {
-            notes.push(format!("{what}: no metadata.namespace; rendered in {namespace}"));
-        }
-        if self.filled.uid {
-            notes.push(format!("{what}: no metadata.uid; rendered with uid {uid}"));
-        }
         let outcome = match &self.outcome {
             Ok(outcome) => outcome,
             Err(problem) => {
@@ -96,6 +90,12 @@ impl Rendered {
                 return (notes, true);
             }
         };
+        if self.filled.namespace {
+            notes.push(format!("{what}: no metadata.namespace; rendered in {namespace}"));
+        }
+        if self.filled.uid {
+            notes.push(format!("{what}: no metadata.uid; rendered with uid {uid}"));
+        }
         notes.extend(outcome.ignored.iter().map(|ignored| format!("{what}: ignored {ignored}")));
         for object in &outcome.deleted {
             notes.push(format!("{what}: the operator would delete {}", documents::describe(object)));
