@@ -204,10 +204,11 @@ fn the_greeting_cases_pass_with_the_module_their_folder_names() {
         "ok   errors.yaml: a trap is a failure",
         "ok   published.yaml: hello publishes its message",
         "ok   steady.yaml: an existing ConfigMap keeps what the server filled in",
+        "ok   steady.yaml: a Greeting being deleted gets nothing",
     ] {
         assert!(stdout.contains(case), "{stdout}");
     }
-    assert!(stdout.ends_with("\n5 passed, 0 failed\n"), "{stdout}");
+    assert!(stdout.ends_with("\n6 passed, 0 failed\n"), "{stdout}");
 }
 
 #[test]
@@ -236,13 +237,13 @@ fn a_changed_expectation_fails_with_a_diff_and_update_rewrites_it() {
         ),
         "{stdout}"
     );
-    assert!(stdout.ends_with("\n4 passed, 1 failed\n"), "{stdout}");
+    assert!(stdout.ends_with("\n5 passed, 1 failed\n"), "{stdout}");
 
     let out = wasm_operator(&["test", "--module", path(&module), path(&dir), "--update"]);
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}");
     assert!(stdout.contains("updated published.yaml: hello publishes its message"), "{stdout}");
-    assert!(stdout.ends_with("\n4 passed, 0 failed, 1 updated\n"), "{stdout}");
+    assert!(stdout.ends_with("\n5 passed, 0 failed, 1 updated\n"), "{stdout}");
     let updated = std::fs::read_to_string(&published).expect("the case");
     assert!(updated.contains("phase: Published in ConfigMap hello, hello-world"), "{updated}");
     let untouched = std::fs::read_to_string(dir.join("errors.yaml")).expect("the case");

@@ -46,6 +46,9 @@ pub struct Outcome {
     pub error: Option<ReconcileError>,
     /// Given objects the operator would not pass to the module, and why.
     pub ignored: Vec<String>,
+    /// The parent is being deleted: the operator calls nothing and writes
+    /// nothing (the garbage collector removes the children).
+    pub deleting: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -101,6 +104,10 @@ impl ReconcileError {
 /// on a fresh instance as the operator makes them.
 pub fn reconcile(module: &LogicModule, kinds: &Kinds, given: &Given<'_>) -> Outcome {
     let mut outcome = Outcome::default();
+    if given.parent.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null()) {
+        outcome.deleting = true;
+        return outcome;
+    }
     let namespace = str_at(given.parent, "/metadata/namespace");
     let uid = str_at(given.parent, "/metadata/uid");
     let parent = module_view(given.parent).to_string();

@@ -96,6 +96,9 @@ impl Rendered {
         if self.filled.uid {
             notes.push(format!("{what}: no metadata.uid; rendered with uid {uid}"));
         }
+        if outcome.deleting {
+            notes.push(format!("{what}: being deleted (metadata.deletionTimestamp): the operator writes nothing"));
+        }
         notes.extend(outcome.ignored.iter().map(|ignored| format!("{what}: ignored {ignored}")));
         for object in &outcome.deleted {
             notes.push(format!("{what}: the operator would delete {}", documents::describe(object)));
