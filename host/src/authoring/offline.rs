@@ -122,7 +122,9 @@ pub fn reconcile(module: &LogicModule, kinds: &Kinds, given: &Given<'_>) -> Outc
         }
     };
     let related = select_related(&kinds.reads, &references, namespace, given.related, &mut outcome.ignored);
-    let current = select_owned(&kinds.owned, namespace, uid, given.owned, &mut outcome.ignored);
+    let name = str_at(given.parent, "/metadata/name");
+    let owner = ParentId { kind: &kinds.parent, namespace, name, uid };
+    let current = select_owned(&kinds.owned, &owner, given.owned, &mut outcome.ignored);
     let related_json: Vec<String> = related.iter().map(ToString::to_string).collect();
     let current_json: Vec<String> = current.iter().map(|(_, o)| o.to_string()).collect();
 
@@ -230,12 +232,19 @@ fn kind_of<'k>(kinds: &'k [Kind], object: &Value) -> Option<(usize, &'k Kind)> {
     kinds.iter().enumerate().find(|(_, k)| k.is_group_kind_of(api_version, kind))
 }
 
+/// The parent, as owner references name it.
+pub struct ParentId<'a> {
+    pub kind: &'a Kind,
+    pub namespace: &'a str,
+    pub name: &'a str,
+    pub uid: &'a str,
+}
+
 /// The given objects the parent controls, of owned kinds, in its namespace,
 /// in manifest order (then file order), as the operator's caches give them.
 pub fn select_owned(
     owned: &[Kind],
-    namespace: &str,
-    uid: &str,
+    parent: &ParentId<'_>,
     given: &[Value],
     ignored: &mut Vec<String>,
 ) -> Vec<(usize, Value)> {
@@ -245,16 +254,24 @@ pub fn select_owned(
             ignored.push(format!("owned {}: not an owned kind of the module", super::documents::describe(object)));
             continue;
         };
-        if namespace_of(object) != namespace {
+        if namespace_of(object) != parent.namespace {
             continue;
         }
         let controller = object
             .pointer("/metadata/ownerReferences")
             .and_then(Value::as_array)
-            .and_then(|refs| refs.iter().find(|r| r["controller"] == Value::Bool(true)))
-            .and_then(|r| r["uid"].as_str());
-        match controller {
-            Some(controller) if controller == uid => selected.push((index, module_view(object))),
+            .and_then(|refs| refs.iter().find(|r| r["controller"] == Value::Bool(true)));
+        let uid = parent.uid;
+        match controller.map(|r| (r, r["uid"].as_str().unwrap_or_default())) {
+            Some((_, controller)) if controller == uid => selected.push((index, module_view(object))),
+            // The parent by name, with another uid: a parent written by
+            // hand (its uid filled in) and children captured from a cluster.
+            Some((reference, other)) if names_parent(reference, parent) => ignored.push(format!(
+                "owned {}: its controller is {} {} with uid {other}, not this parent's uid {uid} (give the parent its uid)",
+                super::documents::describe(object),
+                parent.kind.name(),
+                parent.name
+            )),
             // Another parent's child (a file may hold several parents').
             Some(_) => {}
             None => ignored.push(format!(
@@ -265,6 +282,12 @@ pub fn select_owned(
     }
     selected.sort_by_key(|(index, _)| *index);
     selected
+}
+
+fn names_parent(reference: &Value, parent: &ParentId<'_>) -> bool {
+    let api_version = reference["apiVersion"].as_str().unwrap_or_default();
+    let kind = reference["kind"].as_str().unwrap_or_default();
+    parent.kind.is_group_kind_of(api_version, kind) && reference["name"] == parent.name
 }
 
 /// The given objects `references` names (a reference without a namespace
@@ -321,7 +344,7 @@ mod tests {
             object["metadata"]["namespace"] = json!(namespace);
         }
         if let Some(uid) = controller {
-            object["metadata"]["ownerReferences"] = json!([{"uid": uid, "controller": true}]);
+            object["metadata"]["ownerReferences"] = json!([{"apiVersion": "example.c5c3.io/v1", "kind": "Greeting", "name": if uid == "u-2" { "other" } else { "hello" }, "uid": uid, "controller": true}]);
         }
         object
     }
@@ -336,15 +359,23 @@ mod tests {
             child("ConfigMap", "elsewhere", Some("team"), Some("u-1")),
             child("ConfigMap", "orphan", None, None),
             child("Secret", "not-owned", None, Some("u-1")),
+            child("ConfigMap", "captured", None, Some("uid-in-the-cluster")),
         ];
         let mut ignored = Vec::new();
-        let selected = select_owned(&owned, "default", "u-1", &given, &mut ignored);
+        let parent_kind = kind("example.c5c3.io", "Greeting");
+        let parent = ParentId { kind: &parent_kind, namespace: "default", name: "hello", uid: "u-1" };
+        let selected = select_owned(&owned, &parent, &given, &mut ignored);
         let names: Vec<(usize, &str)> = selected.iter().map(|(i, o)| (*i, str_at(o, "/metadata/name"))).collect();
         assert_eq!(names, [(0, "b"), (1, "a")]);
         assert!(selected.iter().all(|(_, o)| o["metadata"].get("managedFields").is_none()), "as the caches keep them");
-        assert_eq!(ignored.len(), 2, "{ignored:?}");
+        assert_eq!(ignored.len(), 3, "{ignored:?}");
         assert!(ignored[0].contains("ConfigMap orphan: no controller owner reference"), "{ignored:?}");
         assert!(ignored[1].contains("Secret not-owned: not an owned kind"), "{ignored:?}");
+        assert!(
+            ignored[2]
+                .contains("its controller is Greeting hello with uid uid-in-the-cluster, not this parent's uid u-1"),
+            "{ignored:?}"
+        );
     }
 
     #[test]
