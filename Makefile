@@ -33,7 +33,7 @@ TS_MODULE_SOURCES := $(wildcard $(TS_MODULE_DIR)/src/*.ts) $(addprefix $(TS_MODU
 TEST_MODULES := $(TEST_MODULE) $(TEST_MODULE_VARIANTS) $(PY_MODULE) $(TS_MODULE)
 
 .PHONY: all build wasm test manifests bench bench-e2e bench-swap bench-compile run render-samples envtest clean
-.PHONY: playground playground-serve test-embeddings test-browser test-python-module test-typescript lint
+.PHONY: playground playground-serve test-embeddings test-browser test-python-module test-typescript lint test-authoring
 .PHONY: test-controllers bench-controllers metacontroller
 .PHONY: helm
 .PHONY: go-operator oci-registry cosign
@@ -99,6 +99,12 @@ test: build $(TEST_MODULES) $(CONTROL_PLANE) helm go-operator oci-registry cosig
 	$(MAKE) --no-print-directory test-controllers || status=1; \
 	$(MAKE) --no-print-directory test-browser || status=1; \
 	exit $$status
+
+## test-authoring: `wasm-operator render` and `test` through the binary, on the Greeting module and on
+## the Memcached module against `memcached-operator render` (also part of make test)
+test-authoring: build $(TEST_MODULE)
+	$(CARGO) test --release -p wasm-operator --test authoring
+	$(CARGO) test --release -p memcached-tests --test render_agreement
 
 # The same component in the browser, Node.js and Python (issue 3). npm ci and
 # a venv under target/ install their pinned dependencies; the stamps are files
