@@ -401,7 +401,8 @@ async fn a_logic_module_from_a_registry_is_verified_swapped_rolled_back_and_kept
         (
             "a module that traps on every parent",
             publish(built("greeting-trap-always.wasm"), "trap").await,
-            ("Verified", "DryRunFailed", "trapped"),
+            // The panic's message and place, through the SDK's panic hook.
+            ("Verified", "DryRunFailed", "panicked at tests/modules/greeting/src/lib.rs"),
         ),
         (
             "a module that loops",

@@ -185,11 +185,11 @@ macro_rules! export_reconciler {
                     now: String,
                     problem: Option<String>,
                 ) -> Result<String, sdk::WitError> {
-            sdk::status::<$reconciler>(&parent, &owned, &related, &now, problem.as_deref())
+                    sdk::status::<$reconciler>(&parent, &owned, &related, &now, problem.as_deref())
                 }
             }
 
-            $crate::bindings::__export_logic_module!(Export with_types_in $crate::bindings);
+    $crate::bindings::__export_logic_module!(Export with_types_in $crate::bindings);
         };
     };
 }

@@ -16,7 +16,7 @@ fn main() -> Result<()> {
     let [input, output] = args.as_slice() else {
         bail!("usage: componentize CORE.wasm OUT.wasm [--allow-log]");
     };
-    let core = std::fs::read(&input).with_context(|| format!("reading {}", input.display()))?;
+    let core = std::fs::read(input).with_context(|| format!("reading {}", input.display()))?;
     let component = wit_component::ComponentEncoder::default()
         .module(&core)
         .context("reading the core module's component-type section")?
