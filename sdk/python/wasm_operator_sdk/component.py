@@ -1,0 +1,129 @@
+"""The componentize-py glue: `Reconciler = reconciler(MyModule())` in the
+module's app file gives componentize-py the class it instantiates for the
+`reconciler` export.
+
+The generated bindings (`wit_world`, `componentize_py_types`) are imported
+when a method runs, never when this file is imported, so a module and its
+tests import under plain CPython. A `ModuleError` becomes the WIT `error`
+variant (`Err(...)`); any other exception is a bug: its traceback and then
+its message go to the `log` import at level error, and it is raised again so
+the call traps. The host takes the last error line as the failure's message
+(in the operator's log and the parent's Warning event).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import traceback
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from . import log
+from .errors import Invalid, Malformed, ModuleError, Unsupported
+from .module import Kind, Module, run_desired, run_references, run_status
+
+T = TypeVar("T")
+
+# The host keeps at most 4 KiB of a line and cuts the rest: a traceback
+# keeps its end, where the failure is.
+MAX_LINE = 4000
+
+
+def _bindings() -> tuple[Any, Any]:
+    from componentize_py_types import Err  # type: ignore[import-not-found, unused-ignore]
+    from wit_world.exports import reconciler as wit  # type: ignore[import-not-found, unused-ignore]
+
+    return Err, wit
+
+
+def to_wit_error(error: ModuleError) -> Any:
+    """The WIT `error` variant for a ModuleError (needs the bindings)."""
+    _, wit = _bindings()
+
+    def fields(errors: Sequence[tuple[str, str]]) -> list[Any]:
+        return [wit.FieldError(path=path, message=message) for path, message in errors]
+
+    if isinstance(error, Malformed):
+        return wit.Error_Malformed(fields(error.errors))
+    if isinstance(error, Invalid):
+        return wit.Error_Invalid(fields(error.errors))
+    if isinstance(error, Unsupported):
+        return wit.Error_Unsupported(error.message)
+    raise TypeError("not one of Malformed, Invalid, Unsupported: " + type(error).__name__)
+
+
+def report(function: str, error: BaseException) -> None:
+    """Logs an unexpected exception at level error: its traceback, then the
+    one line that names it (`desired: ValueError: ...`), the line the host
+    reports when the call traps."""
+    trace = "".join(traceback.format_exception(type(error), error, error.__traceback__)).rstrip()
+    if len(trace) > MAX_LINE:
+        trace = "...\n" + trace[-MAX_LINE:]
+    log.error(trace)
+    log.error(f"{function}: {type(error).__name__}: {error}"[:MAX_LINE])
+
+
+def call(function: str, run: Callable[[], T]) -> T:
+    """Runs one contract function: ModuleError -> Err(error); anything else
+    reported and raised again (a trap)."""
+    try:
+        return run()
+    except ModuleError as error:
+        err, _ = _bindings()
+        raise err(to_wit_error(error)) from None
+    except BaseException as error:
+        if type(error).__name__ == "Err" and type(error).__module__ == "componentize_py_types":
+            raise  # already the contract's answer
+        # A failing report must not hide the error itself.
+        with contextlib.suppress(Exception):
+            report(function, error)
+        raise
+
+
+def _kind(kind: Kind) -> Any:
+    _, wit = _bindings()
+    return wit.KindInfo(
+        group=kind.group, version=kind.version, kind=kind.kind, plural=kind.plural, namespaced=kind.namespaced
+    )
+
+
+def reconciler(module: Module) -> type:
+    """The `Reconciler` class componentize-py wants for the `reconciler`
+    export, running `module`: in the app file, `Reconciler = reconciler(Echo())`."""
+
+    class Reconciler:
+        def manifest(self) -> Any:
+            def run() -> Any:
+                _, wit = _bindings()
+                m = module.manifest
+                return wit.ModuleManifest(
+                    name=m.name,
+                    version=m.version,
+                    parent=_kind(m.parent),
+                    crd=m.crd,
+                    owned=[_kind(k) for k in m.owned],
+                    reads=[_kind(k) for k in m.reads],
+                    field_manager=m.field_manager_name,
+                    event_reporter=m.event_reporter_name,
+                )
+
+            return call("manifest", run)
+
+        def references(self, parent: str) -> list[Any]:
+            def run() -> list[Any]:
+                _, wit = _bindings()
+                return [
+                    wit.ObjectRef(group=r.group, version=r.version, kind=r.kind, namespace=r.namespace, name=r.name)
+                    for r in run_references(module, parent)
+                ]
+
+            return call("references", run)
+
+        def desired(self, parent: str, owned: list[str], related: list[str]) -> list[str]:
+            return call("desired", lambda: run_desired(module, parent, owned, related))
+
+        def status(self, parent: str, owned: list[str], related: list[str], now: str, problem: str | None) -> str:
+            return call("status", lambda: run_status(module, parent, owned, related, now, problem))
+
+    Reconciler.__qualname__ = "Reconciler"
+    return Reconciler
