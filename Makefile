@@ -22,7 +22,7 @@ TEST_MODULE_VARIANTS := target/greeting-contract-v2.wasm target/greeting-missing
 PY_MODULE := target/echo-py.wasm
 # The Python SDK (sdk/python), which it is built with: the SDK's tests and
 # linters run in a venv under target/.
-PY_SDK_SOURCES := $(wildcard sdk/python/wasm_operator_sdk/*.py) sdk/python/wasm_operator_sdk/py.typed
+PY_SDK_SOURCES := $(wildcard sdk/python/src/wasm_operator_sdk/*.py) sdk/python/src/wasm_operator_sdk/py.typed
 PY_SDK_VENV := target/venv-python-sdk
 PY_SDK_DEPS := $(PY_SDK_VENV)/.requirements-installed
 PY_MODULE_SOURCES := $(wildcard tests/modules/echo-py/*.py) tests/modules/echo-py/crd.yaml tests/modules/echo-py/requirements.txt \
@@ -77,12 +77,13 @@ test-python-sdk: $(PY_SDK_DEPS)
 	cd sdk/python && ../../$(PY_SDK_VENV)/bin/python -m pytest -q
 	$(MAKE) --no-print-directory lint-python
 
-## lint-python: ruff (lint and format) and mypy --strict on the Python SDK, ruff on the Echo module
+## lint-python: ruff (lint and format) and mypy --strict on the Python SDK and the Echo module
 lint-python: $(PY_SDK_DEPS)
-	cd sdk/python && ../../$(PY_SDK_VENV)/bin/ruff check . && ../../$(PY_SDK_VENV)/bin/ruff format --check .
-	cd sdk/python && ../../$(PY_SDK_VENV)/bin/mypy wasm_operator_sdk
-	$(PY_SDK_VENV)/bin/ruff check --config sdk/python/pyproject.toml tests/modules/echo-py
-	$(PY_SDK_VENV)/bin/ruff format --check --config sdk/python/pyproject.toml tests/modules/echo-py
+	cd sdk/python && ../../$(PY_SDK_VENV)/bin/ruff check --no-cache . && ../../$(PY_SDK_VENV)/bin/ruff format --no-cache --check .
+	cd sdk/python && ../../$(PY_SDK_VENV)/bin/mypy --cache-dir ../../target/mypy-cache -p wasm_operator_sdk
+	$(PY_SDK_VENV)/bin/ruff check --no-cache --config sdk/python/pyproject.toml tests/modules/echo-py
+	$(PY_SDK_VENV)/bin/ruff format --no-cache --check --config sdk/python/pyproject.toml tests/modules/echo-py
+	cd tests/modules/echo-py && MYPYPATH=../../../sdk/python/src ../../../$(PY_SDK_VENV)/bin/mypy --strict --cache-dir ../../../target/mypy-cache app.py
 
 $(PY_SDK_DEPS): sdk/python/requirements-dev.txt
 	python3 -m venv $(PY_SDK_VENV)

@@ -2,10 +2,12 @@
 CPython: the same Python types the component gets, the `log` import's stub)."""
 
 import json
+import traceback
 
 import pytest
 
 from wasm_operator_sdk import Invalid, Kind, Malformed, Manifest, Module, Unsupported, log, reconciler
+from wasm_operator_sdk.component import format_traceback
 
 UID = "u-1"
 SITE = Kind("example.com", "v1", "Site", "sites")
@@ -156,3 +158,40 @@ def test_log_falls_back_to_stderr_under_cpython(bindings, capsys):
     # The generated stub of the import (not inside a component) raises NotImplementedError.
     log.info("hello")
     assert capsys.readouterr().err == "[info] hello\n"
+
+
+def raised(function):
+    try:
+        function()
+    except Exception as error:  # noqa: BLE001
+        return error
+    raise AssertionError("did not raise")
+
+
+def test_format_traceback_is_pythons_without_source_lines():
+    def chained():
+        try:
+            {}["k"]
+        except KeyError as error:
+            raise ValueError("bad") from error
+
+    def during():
+        try:
+            [][0]
+        except IndexError:
+            raise RuntimeError()  # noqa: B904 - the context is what is tested
+
+    def suppressed():
+        try:
+            [][0]
+        except IndexError:
+            raise OSError("quiet") from None
+
+    for function in (chained, during, suppressed):
+        error = raised(function)
+        expected = [
+            line
+            for line in "".join(traceback.format_exception(error)).splitlines()
+            if not line.startswith("    ") and not (line.strip() and set(line.strip()) <= set("^~"))
+        ]
+        assert format_traceback(error).splitlines() == expected

@@ -2,6 +2,7 @@
 host would call it, without the bindings."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,7 @@ from wasm_operator_sdk import (
     StatusContext,
     module,
     observed_generation,
+    read_text,
     run_desired,
     run_references,
     run_status,
@@ -266,5 +268,13 @@ def test_the_package_imports_without_the_bindings():
         "import sys, wasm_operator_sdk\n"
         "assert not [m for m in sys.modules if m.startswith(('wit_world', 'componentize'))]"
     )
-    run = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True)
+    env = {**os.environ, "PYTHONPATH": str(root / "src")}
+    run = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
+
+
+def test_read_text_reads_beside_the_anchor(tmp_path):
+    (tmp_path / "crd.yaml").write_text("kind: CustomResourceDefinition\n", encoding="utf-8")
+    assert read_text(str(tmp_path / "app.py"), "crd.yaml") == "kind: CustomResourceDefinition\n"
+    with pytest.raises(FileNotFoundError):
+        read_text(str(tmp_path / "app.py"), "missing.yaml")

@@ -13,8 +13,6 @@ the call traps. The host takes the last error line as the failure's message
 
 from __future__ import annotations
 
-import contextlib
-import traceback
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -52,15 +50,52 @@ def to_wit_error(error: ModuleError) -> Any:
     raise TypeError("not one of Malformed, Invalid, Unsupported: " + type(error).__name__)
 
 
+def _describe(error: BaseException) -> str:
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def format_traceback(error: BaseException) -> str:
+    """The exception's traceback as Python prints it, chained causes first,
+    without the source lines. (Not the `traceback` module: importing it adds
+    about 1 MB to every component, and a failing call is no time to import.)"""
+    chain: list[tuple[BaseException, str]] = []
+    seen: set[int] = set()
+    current: BaseException | None = error
+    link = ""
+    while current is not None and id(current) not in seen and len(chain) < 32:
+        seen.add(id(current))
+        chain.append((current, link))
+        if current.__cause__ is not None:
+            current, link = current.__cause__, "The above exception was the direct cause of the following exception:"
+        elif current.__context__ is not None and not current.__suppress_context__:
+            current, link = current.__context__, "During handling of the above exception, another exception occurred:"
+        else:
+            current = None
+    parts = []
+    for exception, following in reversed(chain):
+        lines = ["Traceback (most recent call last):"]
+        frame = exception.__traceback__
+        while frame is not None:
+            code = frame.tb_frame.f_code
+            lines.append(f'  File "{code.co_filename}", line {frame.tb_lineno}, in {code.co_name}')
+            frame = frame.tb_next
+        lines.append(_describe(exception))
+        parts.append("\n".join(lines))
+        if following:
+            parts.append(following)
+    return "\n\n".join(parts)
+
+
 def report(function: str, error: BaseException) -> None:
     """Logs an unexpected exception at level error: its traceback, then the
     one line that names it (`desired: ValueError: ...`), the line the host
     reports when the call traps."""
-    trace = "".join(traceback.format_exception(type(error), error, error.__traceback__)).rstrip()
+    trace = format_traceback(error)
     if len(trace) > MAX_LINE:
         trace = "...\n" + trace[-MAX_LINE:]
     log.error(trace)
-    log.error(f"{function}: {type(error).__name__}: {error}"[:MAX_LINE])
+    log.error(f"{function}: {_describe(error)}"[:MAX_LINE])
 
 
 def call(function: str, run: Callable[[], T]) -> T:
@@ -74,9 +109,11 @@ def call(function: str, run: Callable[[], T]) -> T:
     except BaseException as error:
         if type(error).__name__ == "Err" and type(error).__module__ == "componentize_py_types":
             raise  # already the contract's answer
-        # A failing report must not hide the error itself.
-        with contextlib.suppress(Exception):
+        # A failing report must not hide the error itself (contextlib costs an import).
+        try:  # noqa: SIM105
             report(function, error)
+        except Exception:  # noqa: BLE001
+            pass
         raise
 
 

@@ -9,6 +9,7 @@ them behind componentize-py's bindings.
 from __future__ import annotations
 
 import copy
+import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
@@ -71,6 +72,15 @@ class Manifest:
     @property
     def event_reporter_name(self) -> str:
         return self.event_reporter or self.name + "-operator"
+
+
+def read_text(anchor: str, name: str) -> str:
+    """The text of the file `name` beside `anchor` (pass `__file__`): for a
+    manifest's `crd`. A module-level manifest is built when componentize-py
+    imports the module, at build time, so the component carries the text and
+    reads no file when it runs."""
+    with open(os.path.join(os.path.dirname(os.path.abspath(anchor)), name), encoding="utf-8") as file:
+        return file.read()
 
 
 KindLike = Union[str, Kind]
