@@ -12,6 +12,8 @@ pub const CONTRACT: &str = "wasm-operator:controller/reconciler";
 /// against any 1.x (semver: a 1.y module uses nothing a 1.0 host lacks).
 pub const CONTRACT_VERSION: &str = "1.1.0";
 pub const CONTRACT_MAJOR: u64 = 1;
+/// The one interface of the host a module may import (1.1): its log.
+pub const LOG: &str = "wasm-operator:controller/log";
 /// The functions the host calls.
 const FUNCTIONS: [&str; 4] = ["manifest", "references", "desired", "status"];
 
@@ -23,7 +25,9 @@ pub enum ContractError {
     UnsupportedVersion { found: String },
     #[error("its {export} lacks {}: build it against wit/controller", list(.missing))]
     MissingFunctions { export: String, missing: Vec<String> },
-    #[error("it imports {import}; a logic module may import nothing but WASI (given with nothing granted)")]
+    #[error(
+        "it imports {import}; a logic module may import nothing but {LOG}@{CONTRACT_MAJOR}.x and WASI (given with nothing granted)"
+    )]
     ForbiddenImport { import: String },
 }
 
@@ -32,19 +36,23 @@ fn list(names: &[String]) -> String {
 }
 
 /// What the check found: the exported contract's full name, and whether the
-/// module imports WASI.
+/// module imports WASI and the host's log.
 #[derive(Debug)]
 pub struct Checked {
     pub export: String,
     pub imports_wasi: bool,
+    pub imports_log: bool,
 }
 
 pub fn check(engine: &Engine, component: &Component) -> Result<Checked, ContractError> {
     let ty = component.component_type();
     let mut imports_wasi = false;
+    let mut imports_log = false;
     for (import, _) in ty.imports(engine) {
         if import.starts_with("wasi:") {
             imports_wasi = true;
+        } else if unversioned(import) == LOG && major_version(import) == Some(CONTRACT_MAJOR) {
+            imports_log = true;
         } else {
             return Err(ContractError::ForbiddenImport { import: import.to_owned() });
         }
@@ -68,7 +76,7 @@ pub fn check(engine: &Engine, component: &Component) -> Result<Checked, Contract
     if !missing.is_empty() {
         return Err(ContractError::MissingFunctions { export: export.clone(), missing });
     }
-    Ok(Checked { export: export.clone(), imports_wasi })
+    Ok(Checked { export: export.clone(), imports_wasi, imports_log })
 }
 
 fn unversioned(name: &str) -> &str {

@@ -8,6 +8,7 @@ use std::time::Duration;
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store};
 
 use super::compiler::{CompileOptions, OutOfProcess};
+use super::module_log::ModuleLog;
 use super::wasi::WasiState;
 
 /// Most memory one call may use. The Memcached guest caps its inputs at
@@ -97,11 +98,13 @@ impl ModuleEngine {
     }
 }
 
-/// What a store carries: its memory limiter, and WASI state for a module
-/// that imports WASI (built on first use, so others never pay for it).
+/// What a store carries: its memory limiter, the lines the module logged,
+/// and WASI state for a module that imports WASI (built on first use, so
+/// others never pay for it).
 #[derive(Default)]
 pub struct CallState {
     pub(crate) limits: Limits,
+    pub(crate) log: ModuleLog,
     pub(crate) wasi: Option<WasiState>,
 }
 

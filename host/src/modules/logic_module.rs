@@ -13,9 +13,10 @@ use wasmtime::{Engine, Store, Trap};
 use super::compiler::CompileError;
 use super::contract::{self, ContractError};
 use super::engine::{CallState, DEADLINE, DEADLINE_TICKS, MEMORY_LIMIT_BYTES, ModuleEngine};
+use super::module_log::ModuleLog;
 use super::wasi;
 
-mod bindings {
+pub(crate) mod bindings {
     wasmtime::component::bindgen!({
         path: "../wit/controller",
         world: "logic-module",
@@ -159,6 +160,10 @@ pub enum CallError {
     Logic(#[from] LogicError),
     #[error("the logic module trapped: {0:#}")]
     Trapped(wasmtime::Error),
+    /// A trap after the module wrote an `error` line: an SDK's panic hook
+    /// or uncaught exception handler writes the message there first.
+    #[error("the logic module panicked: {message}")]
+    Panicked { message: String },
     #[error("the logic module ran past its {}-second deadline", DEADLINE.as_secs())]
     DeadlineExceeded,
     #[error("the logic module ran out of memory (limit {} MiB per call)", MEMORY_LIMIT_BYTES >> 20)]
@@ -172,7 +177,7 @@ impl CallError {
     pub fn reason(&self) -> &'static str {
         match self {
             CallError::Logic(_) => "ModuleRefused",
-            CallError::Trapped(_) => "ModuleTrapped",
+            CallError::Trapped(_) | CallError::Panicked { .. } => "ModuleTrapped",
             CallError::DeadlineExceeded => "ModuleDeadlineExceeded",
             CallError::OutOfMemory => "ModuleOutOfMemory",
             CallError::Instantiate(_) => "ModuleInstantiationFailed",
@@ -287,6 +292,13 @@ impl LogicModule {
         if checked.imports_wasi {
             wasi::link(&mut linker).map_err(|error| LoadError::Link { source_name: source.clone(), error })?;
         }
+        if checked.imports_log {
+            bindings::wasm_operator::controller::log::add_to_linker::<CallState, wasmtime::component::HasSelf<CallState>>(
+                &mut linker,
+                |state| state,
+            )
+            .map_err(|error| LoadError::Link { source_name: source.clone(), error })?;
+        }
         let instance_pre = linker
             .instantiate_pre(component)
             .map_err(|error| LoadError::Link { source_name: source.clone(), error })?;
@@ -303,7 +315,11 @@ impl LogicModule {
         };
         let manifest = module
             .reconciler()
-            .and_then(|mut r| r.manifest())
+            .and_then(|mut r| {
+                let manifest = r.manifest();
+                r.take_log().emit(&module.source.to_string(), None);
+                manifest
+            })
             .map_err(|error| LoadError::Manifest { source_name: module.source.clone(), error })?;
         check_manifest(&manifest)
             .map_err(|problem| LoadError::BadManifest { source_name: module.source.clone(), problem })?;
@@ -409,12 +425,15 @@ fn check_manifest(manifest: &Manifest) -> Result<(), String> {
 }
 
 /// What a failed call into the store was: the deadline, the memory limit,
-/// or another trap. For hosts binding more of a module's exports.
+/// a panic the module reported before trapping, or another trap. For hosts
+/// binding more of a module's exports.
 pub fn failure(store: &Store<CallState>, error: wasmtime::Error) -> CallError {
     if error.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
         CallError::DeadlineExceeded
     } else if store.data().limits.refused_growth {
         CallError::OutOfMemory
+    } else if let Some(message) = store.data().log.last_error() {
+        CallError::Panicked { message: message.to_owned() }
     } else {
         CallError::Trapped(error)
     }
@@ -440,6 +459,12 @@ impl Reconciler {
             Ok(Err(error)) => Err(CallError::Logic(error.into())),
             Err(error) => Err(failure(&self.store, error)),
         }
+    }
+
+    /// What the module logged since the last time this was asked: the
+    /// caller emits it with the parent it was reconciling.
+    pub fn take_log(&mut self) -> ModuleLog {
+        std::mem::take(&mut self.store.data_mut().log)
     }
 
     pub fn manifest(&mut self) -> CallResult<Manifest> {

@@ -9,6 +9,7 @@
 //!   before anything runs, with an error naming the file and what is wrong.
 //! - `logic_module`: a loaded module (digest, manifest, `InstancePre`) and
 //!   its calls.
+//! - `module_log`: the lines a module writes through the `log` import.
 //! - `slot`: the module a controller runs now, swappable at run time.
 //! - `source`: a module file, watched for a new version.
 //! - `oci`: modules pulled from (and pushed to) OCI registries.
@@ -18,6 +19,7 @@ pub mod compiler;
 mod contract;
 mod engine;
 mod logic_module;
+mod module_log;
 pub mod oci;
 pub mod signature;
 mod slot;
@@ -30,5 +32,6 @@ pub use logic_module::{
     CallError, CallResult, FieldError, KindInfo, LoadError, LogicError, LogicModule, Manifest, ModuleSource, ObjectRef,
     Reconciler, digest, failure,
 };
+pub use module_log::{LogLevel, LogLine, ModuleLog};
 pub use slot::ModuleSlot;
 pub use source::{FileStamp, WatchedFile};

@@ -38,7 +38,9 @@ pub fn inputs(
     let module = &serving.module;
     let namespace = parent.meta().namespace.as_deref().unwrap_or_default();
     let uid = parent.meta().uid.as_deref().unwrap_or_default();
-    let references = match ctx.call_as(calls, module, "references", |m| m.references(parent_json)) {
+    let name = parent.meta().name.as_deref().unwrap_or_default();
+    let references = match ctx.call_as(calls, module, (namespace, name), "references", |m| m.references(parent_json))
+    {
         Ok(references) => references,
         // An invalid parent: desired reports it with every path.
         Err(CallError::Logic(_)) => Vec::new(),
@@ -86,15 +88,16 @@ pub fn dry_run(ctx: &Context, serving: &Serving, parent: &CachedObject) -> Resul
         return Err(ReconcileError::MissingMetadata.to_string());
     };
     let parent_json = parent.module_json(&ctx.parent_kind);
+    let name = parent.meta().name.as_deref().unwrap_or_default();
     let inputs = inputs(ctx, Calls::Unrecorded, serving, parent, &parent_json).map_err(|e| e.to_string())?;
     let answer = ctx
-        .call_as(Calls::Unrecorded, module, "desired", |m| {
+        .call_as(Calls::Unrecorded, module, (namespace, name), "desired", |m| {
             m.desired(&parent_json, &inputs.current_json, &inputs.related)
         })
         .map_err(|e| e.to_string())?;
     let desired = desired::check(&serving.owned_kinds, &Owner { namespace, uid }, answer)?;
     let now = "1970-01-01T00:00:00Z";
-    ctx.call_as(Calls::Unrecorded, module, "status", |m| {
+    ctx.call_as(Calls::Unrecorded, module, (namespace, name), "status", |m| {
         m.status(&parent_json, &inputs.current_json, &inputs.related, now, None)
     })
     .map_err(|e| e.to_string())?;

@@ -190,24 +190,35 @@ impl Context {
     /// One call into `module` (the one this reconcile runs on), on a fresh
     /// instance, timed; a failure of the module itself is counted by its
     /// reason. A dry run (`Calls::Unrecorded`) counts nothing.
+    ///
+    /// What the module logs is emitted with `parent` (namespace, name).
     fn call<T>(
         &self,
         module: &LogicModule,
+        parent: (&str, &str),
         function: &'static str,
         call: impl FnOnce(&mut Reconciler) -> CallResult<T>,
     ) -> CallResult<T> {
-        self.call_as(Calls::Recorded, module, function, call)
+        self.call_as(Calls::Recorded, module, parent, function, call)
     }
 
     fn call_as<T>(
         &self,
         calls: Calls,
         module: &LogicModule,
+        (namespace, name): (&str, &str),
         function: &'static str,
         call: impl FnOnce(&mut Reconciler) -> CallResult<T>,
     ) -> CallResult<T> {
         let started = Instant::now();
-        let result = module.reconciler().and_then(|mut instance| call(&mut instance));
+        let result = module.reconciler().and_then(|mut instance| {
+            let result = call(&mut instance);
+            let log = instance.take_log();
+            if !log.is_empty() {
+                log.emit(module.name(), Some(&format!("{namespace}/{name}")));
+            }
+            result
+        });
         if calls == Calls::Recorded {
             self.metrics.module_called(function, started.elapsed());
             if let Err(error) = &result
