@@ -6,7 +6,7 @@ import traceback
 
 import pytest
 
-from wasm_operator_sdk import Invalid, Kind, Malformed, Manifest, Module, Unsupported, log, reconciler
+from wasm_operator_sdk import Invalid, Kind, Malformed, Manifest, Module, Unsupported, component, log, reconciler
 from wasm_operator_sdk.component import format_traceback
 
 UID = "u-1"
@@ -195,3 +195,24 @@ def test_format_traceback_is_pythons_without_source_lines():
             if not line.startswith("    ") and not (line.strip() and set(line.strip()) <= set("^~"))
         ]
         assert format_traceback(error).splitlines() == expected
+
+
+def test_in_a_component_a_bug_exits_after_the_log(bindings, monkeypatch):
+    _, wit_log, _ = bindings
+    events = []
+    monkeypatch.setattr(wit_log, "write", lambda level, message: events.append(("log", message)))
+    monkeypatch.setattr(log, "IN_COMPONENT", True)
+
+    class Exited(BaseException):
+        pass
+
+    def exit_(status):
+        events.append(("exit", status))
+        raise Exited
+
+    monkeypatch.setattr(component.os, "_exit", exit_)
+    with pytest.raises(Exited):
+        Reconciler().desired(parent(fail="bug"), [], [])
+    assert events[-2:] == [("log", "desired: IndexError: list index out of range"), ("exit", 70)]
+    # The glue's own frames are left out of the traceback: the module's come first.
+    assert events[0][1].splitlines()[1].endswith("in desired")

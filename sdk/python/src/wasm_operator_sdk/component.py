@@ -6,13 +6,22 @@ The generated bindings (`wit_world`, `componentize_py_types`) are imported
 when a method runs, never when this file is imported, so a module and its
 tests import under plain CPython. A `ModuleError` becomes the WIT `error`
 variant (`Err(...)`); any other exception is a bug: its traceback and then
-its message go to the `log` import at level error, and it is raised again so
-the call traps. The host takes the last error line as the failure's message
+its message go to the `log` import at level error, and the call fails: in a
+component the instance exits (status 70) at once, under CPython the exception
+is raised again. The host takes the last error line as the failure's message
 (in the operator's log and the parent's Warning event).
+
+Why exit rather than let the exception leave the call (which traps too):
+componentize-py then prints the traceback to WASI standard error, which the
+host discards, and through which wasm-operator up to dd10d96 panicked ("Cannot
+start a runtime from within a runtime": the synchronous WASI output stream
+blocks inside the host's async runtime), taking the whole operator down.
+An exit writes nothing and ends the call the same way for the host.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -25,6 +34,8 @@ T = TypeVar("T")
 # The host keeps at most 4 KiB of a line and cuts the rest: a traceback
 # keeps its end, where the failure is.
 MAX_LINE = 4000
+
+_HERE = os.path.dirname(__file__)
 
 
 def _bindings() -> tuple[Any, Any]:
@@ -76,6 +87,8 @@ def format_traceback(error: BaseException) -> str:
     for exception, following in reversed(chain):
         lines = ["Traceback (most recent call last):"]
         frame = exception.__traceback__
+        while frame is not None and os.path.dirname(frame.tb_frame.f_code.co_filename) == _HERE:
+            frame = frame.tb_next  # the SDK's own frames, above the module's, say nothing
         while frame is not None:
             code = frame.tb_frame.f_code
             lines.append(f'  File "{code.co_filename}", line {frame.tb_lineno}, in {code.co_name}')
@@ -100,7 +113,8 @@ def report(function: str, error: BaseException) -> None:
 
 def call(function: str, run: Callable[[], T]) -> T:
     """Runs one contract function: ModuleError -> Err(error); anything else
-    reported and raised again (a trap)."""
+    reported, then the call fails (exit in a component, raised again under
+    CPython)."""
     try:
         return run()
     except ModuleError as error:
@@ -110,10 +124,12 @@ def call(function: str, run: Callable[[], T]) -> T:
         if type(error).__name__ == "Err" and type(error).__module__ == "componentize_py_types":
             raise  # already the contract's answer
         # A failing report must not hide the error itself (contextlib costs an import).
-        try:  # noqa: SIM105
+        try:  # noqa: SIM105 - contextlib would cost an import
             report(function, error)
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - a failing report must not hide the error itself
             pass
+        if log.IN_COMPONENT:
+            os._exit(70)  # EX_SOFTWARE: see above
         raise
 
 
