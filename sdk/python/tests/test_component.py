@@ -216,3 +216,17 @@ def test_in_a_component_a_bug_exits_after_the_log(bindings, monkeypatch):
     assert events[-2:] == [("log", "desired: IndexError: list index out of range"), ("exit", 70)]
     # The glue's own frames are left out of the traceback: the module's come first.
     assert events[0][1].splitlines()[1].endswith("in desired")
+
+
+def test_in_a_component_standard_output_and_error_go_nowhere(monkeypatch, capsys):
+    monkeypatch.setattr(component.sys, "stdout", component.sys.stdout)
+    monkeypatch.setattr(component.sys, "stderr", component.sys.stderr)
+    component.discard_stdio()  # under CPython: nothing
+    print("kept")
+    assert capsys.readouterr().out == "kept\n"
+    monkeypatch.setattr(log, "IN_COMPONENT", True)
+    reconciler(Site())
+    print("gone")
+    print("gone too", file=component.sys.stderr)
+    component.sys.stdout.flush()
+    assert capsys.readouterr() == ("", "")

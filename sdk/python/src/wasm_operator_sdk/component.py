@@ -16,12 +16,16 @@ componentize-py then prints the traceback to WASI standard error, which the
 host discards, and through which wasm-operator up to dd10d96 panicked ("Cannot
 start a runtime from within a runtime": the synchronous WASI output stream
 blocks inside the host's async runtime), taking the whole operator down.
-An exit writes nothing and ends the call the same way for the host.
+An exit writes nothing and ends the call the same way for the host. For
+the same reason `reconciler()` points a component's `sys.stdout` and
+`sys.stderr` at nothing: the host discards them anyway, and a `print()`
+would otherwise take that host down as well.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -140,9 +144,28 @@ def _kind(kind: Kind) -> Any:
     )
 
 
+class _Discard:
+    """A standard stream that writes nothing."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def discard_stdio() -> None:
+    """In a component: `print()` and other writes to standard output or
+    error go nowhere instead of through WASI (see above). Under CPython: nothing."""
+    if log.IN_COMPONENT:
+        sys.stdout = sys.stderr = _Discard()
+
+
 def reconciler(module: Module) -> type:
     """The `Reconciler` class componentize-py wants for the `reconciler`
-    export, running `module`: in the app file, `Reconciler = reconciler(Echo())`."""
+    export, running `module`: in the app file, `Reconciler = reconciler(Echo())`.
+    In a component it also discards standard output and error (`discard_stdio`)."""
+    discard_stdio()
 
     class Reconciler:
         def manifest(self) -> Any:
