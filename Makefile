@@ -68,13 +68,14 @@ $(PY_MODULE): $(PY_MODULE_SOURCES) wit/controller/controller.wit scripts/build-p
 	bash scripts/build-python-module.sh
 
 ## test-python-module: the Echo module's logic and WIT adapter under CPython
+# (No bytecode: componentize-py bundles every file of the module's and the SDK's folders.)
 test-python-module: $(PY_MODULE)
-	target/venv-componentize/bin/python -m pytest -q tests/modules/echo-py
+	PYTHONDONTWRITEBYTECODE=1 target/venv-componentize/bin/python -m pytest -q -p no:cacheprovider tests/modules/echo-py
 
 ## test-python-sdk: the Python SDK's unit tests (helpers, errors, the glue on plain texts and on the
 ## bindings componentize-py generates), then its linters
 test-python-sdk: $(PY_SDK_DEPS)
-	cd sdk/python && ../../$(PY_SDK_VENV)/bin/python -m pytest -q
+	cd sdk/python && PYTHONDONTWRITEBYTECODE=1 ../../$(PY_SDK_VENV)/bin/python -m pytest -q
 	$(MAKE) --no-print-directory lint-python
 
 ## lint-python: ruff (lint and format) and mypy --strict on the Python SDK and the Echo module
