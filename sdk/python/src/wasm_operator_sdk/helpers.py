@@ -15,12 +15,12 @@ from .jsontext import JsonObject, type_name
 OWNER_REFERENCES = "metadata.ownerReferences"
 
 
-def _metadata(obj: Mapping[str, Any], what: str = "") -> Mapping[str, Any]:
+def _metadata(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     metadata = obj.get("metadata")
     if metadata is None:
         return {}
     if not isinstance(metadata, Mapping):
-        raise Malformed("metadata", f"{what}must be an object, got {type_name(metadata)}")
+        raise Malformed("metadata", "must be an object, got " + type_name(metadata))
     return metadata
 
 
