@@ -14,10 +14,12 @@ HOST_SOURCES := $(shell find host/src -type f) host/Cargo.toml
 # deliberately broken variants (cargo features) the host must refuse, and the
 # versions the hot-swap tests swap between.
 TEST_MODULE := target/greeting.wasm
-TEST_MODULE_SOURCES := $(shell find tests/modules/greeting/src wit/controller -type f) tests/modules/greeting/Cargo.toml tests/modules/greeting/crd.yaml
+SDK_RUST_SOURCES := $(shell find sdk/rust/src wit/controller -type f) sdk/rust/Cargo.toml
+TEST_MODULE_SOURCES := $(shell find tests/modules/greeting/src -type f) tests/modules/greeting/Cargo.toml $(SDK_RUST_SOURCES)
 TEST_MODULE_VARIANTS := target/greeting-contract-v2.wasm target/greeting-missing-functions.wasm target/greeting-wrong-world.wasm \
 	target/greeting-v2.wasm target/greeting-v1-rebuilt.wasm target/greeting-fail-on-later.wasm target/greeting-trap-always.wasm \
-	target/greeting-loop-always.wasm target/greeting-allocate-always.wasm target/greeting-service-account.wasm
+	target/greeting-loop-always.wasm target/greeting-allocate-always.wasm target/greeting-service-account.wasm \
+	target/greeting-wrong-crd.wasm
 # A logic module written in Python (componentize-py): an Echo CRD.
 PY_MODULE := target/echo-py.wasm
 # The Python SDK (sdk/python), which it is built with: the SDK's tests and
@@ -27,10 +29,17 @@ PY_SDK_VENV := target/venv-python-sdk
 PY_SDK_DEPS := $(PY_SDK_VENV)/.requirements-installed
 PY_MODULE_SOURCES := $(wildcard tests/modules/echo-py/*.py) tests/modules/echo-py/crd.yaml tests/modules/echo-py/requirements.txt \
 	$(PY_SDK_SOURCES)
-TEST_MODULES := $(TEST_MODULE) $(TEST_MODULE_VARIANTS) $(PY_MODULE)
+# A logic module written in TypeScript on the TypeScript SDK (sdk/typescript),
+# built with componentize-js: a Notice CRD.
+TS_SDK := sdk/typescript
+TS_SDK_SOURCES := $(wildcard $(TS_SDK)/src/*.ts) $(addprefix $(TS_SDK)/,package.json package-lock.json tsconfig.json tsconfig.build.json)
+TS_MODULE_DIR := tests/modules/notice-ts
+TS_MODULE := target/notice-ts.wasm
+TS_MODULE_SOURCES := $(wildcard $(TS_MODULE_DIR)/src/*.ts) $(addprefix $(TS_MODULE_DIR)/,crd.yaml package.json package-lock.json)
+TEST_MODULES := $(TEST_MODULE) $(TEST_MODULE_VARIANTS) $(PY_MODULE) $(TS_MODULE)
 
 .PHONY: all build wasm test manifests bench bench-e2e bench-swap bench-compile run render-samples envtest clean
-.PHONY: playground playground-serve test-embeddings test-browser test-python-module lint
+.PHONY: playground playground-serve test-embeddings test-browser test-python-module test-typescript lint test-authoring
 .PHONY: test-python-sdk lint-python
 .PHONY: test-controllers bench-controllers metacontroller
 .PHONY: helm
@@ -66,6 +75,15 @@ target/greeting-%.wasm: $(TEST_MODULE_SOURCES) scripts/build-wasm.sh
 
 $(PY_MODULE): $(PY_MODULE_SOURCES) wit/controller/controller.wit scripts/build-python-module.sh
 	bash scripts/build-python-module.sh
+
+$(TS_MODULE): $(TS_MODULE_SOURCES) $(TS_SDK_SOURCES) wit/controller/controller.wit scripts/build-typescript-module.sh
+	bash scripts/build-typescript-module.sh $(TS_MODULE_DIR) $@
+
+## test-typescript: the TypeScript SDK's and the Notice module's unit tests and linters (tsc strict, eslint);
+## the module's tests also run the built component under Node (jco)
+test-typescript: $(TS_MODULE)
+	cd $(TS_SDK) && npm run --silent lint && npm test
+	cd $(TS_MODULE_DIR) && npm run --silent lint && npm test
 
 ## test-python-module: the Echo module's logic and WIT adapter under CPython
 # (No bytecode: componentize-py bundles every file of the module's and the SDK's folders.)
@@ -105,10 +123,17 @@ test: build $(TEST_MODULES) $(CONTROL_PLANE) helm go-operator oci-registry cosig
 	$(CARGO) test --release --workspace --no-fail-fast || status=1; \
 	$(MAKE) --no-print-directory test-python-module || status=1; \
 	$(MAKE) --no-print-directory test-python-sdk || status=1; \
+	$(MAKE) --no-print-directory test-typescript || status=1; \
 	$(MAKE) --no-print-directory test-embeddings || status=1; \
 	$(MAKE) --no-print-directory test-controllers || status=1; \
 	$(MAKE) --no-print-directory test-browser || status=1; \
 	exit $$status
+
+## test-authoring: `wasm-operator render` and `test` through the binary, on the Greeting module and on
+## the Memcached module against `memcached-operator render` (also part of make test)
+test-authoring: build $(TEST_MODULE)
+	$(CARGO) test --release -p wasm-operator --test authoring
+	$(CARGO) test --release -p memcached-tests --test render_agreement
 
 # The same component in the browser, Node.js and Python (issue 3). npm ci and
 # a venv under target/ install their pinned dependencies; the stamps are files

@@ -7,6 +7,9 @@
 //! - The Echo module (tests/modules/echo-py) is written in Python and built
 //!   with componentize-py: it imports WASI, which the host links with
 //!   nothing granted.
+//! - The Notice module (tests/modules/notice-ts) is written in TypeScript on
+//!   the TypeScript SDK (sdk/typescript) and built with componentize-js: it
+//!   imports the contract's `log` and no WASI.
 //!
 //! Each module's CRD is installed from the module's own manifest.
 
@@ -26,6 +29,10 @@ fn greetings_resource() -> ApiResource {
 
 fn echoes_resource() -> ApiResource {
     gvk("python.example.c5c3.io", "v1", "Echo", "echoes")
+}
+
+fn notices_resource() -> ApiResource {
+    gvk("typescript.example.c5c3.io", "v1", "Notice", "notices")
 }
 
 fn configmaps_resource() -> ApiResource {
@@ -211,7 +218,8 @@ async fn a_module_that_traps_loops_or_exhausts_memory_fails_only_its_own_parents
     converged(&ns, "cache").await;
 
     let failures = [
-        ("trap", "ModuleTrapped", "trapped"),
+        // The panic's message, through the SDK's panic hook and the log import.
+        ("trap", "ModuleTrapped", "asked to trap"),
         ("loop", "ModuleDeadlineExceeded", "deadline"),
         ("allocate", "ModuleOutOfMemory", "out of memory"),
     ];
@@ -329,5 +337,114 @@ async fn a_module_written_in_python_is_reconciled_by_the_same_host() {
     })
     .await;
     assert_eq!(reported, "invalid: metadata.name: must be at most 63 characters (it is a label value)");
+    operator.stop().await.expect("a clean stop");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_module_written_in_typescript_is_reconciled_by_the_same_host() {
+    let plane = ControlPlane::shared();
+    let notice = module_file("notice-ts.wasm");
+    assert!(notice.contract().starts_with("wasm-operator:controller/reconciler@1."), "{}", notice.contract());
+    install_crd(plane, &notice).await;
+    grant_operator_everything(plane).await;
+    let ns = TestNamespace::on(plane, "typescript").await;
+    let notices = ns.api(&notices_resource());
+    let created: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "typescript.example.c5c3.io/v1", "kind": "Notice", "metadata": {"name": "hi"},
+        "spec": {"message": "hello"}
+    }))
+    .expect("a Notice");
+    let created = notices.create(&PostParams::default(), &created).await.expect("creating a Notice");
+    let operator = Running::start(plane, notice, options(&ns.namespace)).await;
+
+    let configmap = |check: fn(&Value) -> bool| {
+        let ns = &ns;
+        async move {
+            eventually("the Notice's ConfigMap", || async {
+                ns.get(&configmaps_resource(), "hi-notice").await.filter(|c| check(&c.data["data"]))
+            })
+            .await
+        }
+    };
+    // The Notice's status once its module answered for the current generation.
+    let status = |check: fn(&Value) -> bool| {
+        let notices = notices.clone();
+        async move {
+            eventually("the Notice's status", || async {
+                let notice = notices.get("hi").await.ok()?;
+                let status = notice.data.get("status")?.clone();
+                (status["observedGeneration"] == json!(notice.metadata.generation?) && check(&status)).then_some(status)
+            })
+            .await
+        }
+    };
+    let ready = |status: &Value| -> Value {
+        status["conditions"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["type"] == "Ready"))
+            .cloned()
+            .unwrap_or_default()
+    };
+    let made = configmap(|d| d["message"] == "hello" && d["level"] == "info" && d["language"] == "typescript").await;
+    assert_eq!(controller_uid(&made), created.uid());
+    let published = status(|s| s["published"] == "hello").await;
+    assert_eq!(ready(&published)["status"], "True", "{published}");
+    assert_eq!(ready(&published)["reason"], "Published", "{published}");
+
+    // Steady state: a reconcile of an unchanged Notice writes nothing (the
+    // SDK merged onto the server's ConfigMap; Ready kept its transition time).
+    let mark = plane.audit_mark().expect("the audit log");
+    let reconciled = operator.reconciles("success");
+    edit(&notices, "hi", |notice| drop(notice.annotations_mut().insert("touched".into(), "yes".into()))).await;
+    eventually("one more reconcile", || async { (operator.reconciles("success") > reconciled).then_some(()) }).await;
+    let writes = ns.operator_writes(mark).await;
+    assert!(writes.is_empty(), "an unchanged Notice was written to: {writes:?}");
+
+    let set_spec = |spec: Value| {
+        let notices = notices.clone();
+        async move {
+            edit(&notices, "hi", |notice| notice.data["spec"] = spec.clone()).await;
+        }
+    };
+    // An edit converges, in place.
+    set_spec(json!({"message": "bye", "level": "warning"})).await;
+    let edited = configmap(|d| d["message"] == "bye" && d["level"] == "warning").await;
+    assert_eq!(edited.uid(), made.uid(), "updated in place, not recreated");
+    status(|s| s["published"] == "bye").await;
+
+    // An invalid spec: reported with its field, the ConfigMap left alone.
+    set_spec(json!({"message": "bye", "level": "loud"})).await;
+    let refused = status(|s| s["problem"].is_string()).await;
+    assert_eq!(refused["problem"], "invalid: spec.level: must be one of info, warning", "{refused}");
+    assert_eq!(ready(&refused)["status"], "False", "{refused}");
+    assert_eq!(ready(&refused)["reason"], "InvalidSpec", "{refused}");
+    assert_eq!(ready(&refused)["message"], refused["problem"], "{refused}");
+    let kept = ns.get(&configmaps_resource(), "hi-notice").await.expect("the ConfigMap stays");
+    assert_eq!(kept.data["data"]["level"], "warning");
+
+    // An unexpected exception: the SDK logs it (with its stack) through the
+    // log import and the call traps; the host reports the logged message in
+    // the Warning event and the Stalled condition.
+    set_spec(json!({"message": "throw"})).await;
+    eventually("a ModuleTrapped event with the exception", || async {
+        let notes = ns.event_notes("ModuleTrapped").await;
+        notes.iter().any(|n| n.contains("Error: asked to throw by Notice hi")).then_some(())
+    })
+    .await;
+    let notice = eventually("the Stalled condition", || async {
+        let notice = notices.get("hi").await.ok()?;
+        stalled(notice.data.get("status")?).is_some().then_some(notice)
+    })
+    .await;
+    let condition = stalled(&notice.data["status"]).expect("Stalled").clone();
+    assert_eq!(condition["reason"], "ModuleTrapped", "{condition}");
+    assert!(condition["message"].as_str().is_some_and(|m| m.contains("asked to throw by Notice hi")), "{condition}");
+
+    // Fixed: the module's next status replaces Stalled.
+    set_spec(json!({"message": "recovered"})).await;
+    configmap(|d| d["message"] == "recovered").await;
+    let recovered = status(|s| s["published"] == "recovered").await;
+    assert!(stalled(&recovered).is_none(), "{recovered}");
+    assert_eq!(ready(&recovered)["status"], "True", "{recovered}");
     operator.stop().await.expect("a clean stop");
 }

@@ -32,9 +32,15 @@ impl Drop for Process {
 
 impl Process {
     fn start(ns: &TestNamespace<'_>) -> Self {
-        let binary = control_plane::repo_root().join("target/release/memcached-operator");
+        Self::start_binary(ns, "memcached-operator", &[])
+    }
+
+    /// `target/release/<binary> [global...] run ...`.
+    fn start_binary(ns: &TestNamespace<'_>, binary: &str, global: &[&str]) -> Self {
+        let binary = control_plane::repo_root().join("target/release").join(binary);
         assert!(binary.is_file(), "{} is missing: run `make build`", binary.display());
         let mut child = Command::new(binary)
+            .args(global)
             .args(["run", "--namespace", &ns.namespace, "--leader-election-namespace", &ns.namespace])
             // Plain HTTP (tests/metrics_auth.rs scrapes the HTTPS default).
             .args(["--metrics-bind-address", "127.0.0.1:0", "--metrics-secure=false"])
@@ -165,4 +171,43 @@ async fn two_replicas_share_one_lease_and_stop_gracefully_on_sigterm() {
 
     standby.terminate();
     assert_eq!(standby.exit_code().await, Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_modules_log_lines_and_its_panic_message_reach_the_log_and_the_event() {
+    let ns = TestNamespace::new("module-log").await;
+    let module = control_plane::repo_root().join("target/greeting.wasm");
+    let greeting = module_file("greeting.wasm");
+    ns.plane.apply_yaml(&greeting.manifest().crd).await.expect("the Greeting CRD");
+    let greetings = ns.api(&gvk("example.c5c3.io", "v1", "Greeting", "greetings"));
+    let object = json!({"apiVersion": "example.c5c3.io/v1", "kind": "Greeting", "metadata": {"name": "loud"},
+                        "spec": {"message": "log"}});
+    let object: kube::api::DynamicObject = serde_json::from_value(object).expect("a Greeting");
+    greetings.create(&kube::api::PostParams::default(), &object).await.expect("creating a Greeting");
+    let process = Process::start_binary(&ns, "wasm-operator", &["--module", module.to_str().expect("a path")]);
+
+    // A line the module wrote, with the module and the parent it was for.
+    let parent = format!("{}/loud", ns.namespace);
+    let line = process.wait_log("asked to log").await;
+    assert_eq!((line["module"].as_str(), line["parent"].as_str()), (Some("greeting"), Some(parent.as_str())), "{line}");
+    assert_eq!(line["level"], "INFO", "{line}");
+
+    // A panic: its message, not "unreachable executed", in the log and the event.
+    edit(&greetings, "loud", |g| g.data["spec"]["message"] = json!("trap")).await;
+    let panic = eventually("the panic's log line", || async {
+        process
+            .logs()
+            .into_iter()
+            .find(|l| l["level"] == "ERROR" && l["message"].as_str().is_some_and(|m| m.contains("asked to trap")))
+    })
+    .await;
+    assert_eq!(panic["parent"].as_str(), Some(parent.as_str()), "{panic}");
+    eventually("a ModuleTrapped event with the panic's message", || async {
+        ns.event_notes("ModuleTrapped")
+            .await
+            .iter()
+            .any(|n| n.contains("panicked") && n.contains("asked to trap"))
+            .then_some(())
+    })
+    .await;
 }

@@ -5,6 +5,7 @@
 //! custom resource.
 
 pub mod allocator;
+pub mod authoring;
 pub mod cli;
 pub mod modules;
 pub mod operator;

@@ -4,7 +4,8 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{Parser, Subcommand};
+use wasm_operator::authoring::AuthoringCommand;
 use wasm_operator::cli::{self, Flavor, HostCommand, ModuleArgs};
 
 const FLAVOR: Flavor = Flavor { binary: "wasm-operator", builtin: None };
@@ -19,10 +20,22 @@ struct Cli {
     #[command(flatten)]
     modules: ModuleArgs,
     #[command(subcommand)]
-    command: HostCommand,
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    #[command(flatten)]
+    Host(HostCommand),
+    /// Writing a module: render and test, no cluster needed.
+    #[command(flatten)]
+    Authoring(AuthoringCommand),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    cli::exit(cli.command.execute(&FLAVOR, &cli.modules))
+    cli::exit(match cli.command {
+        Command::Host(command) => command.execute(&FLAVOR, &cli.modules),
+        Command::Authoring(command) => command.execute(&cli.modules),
+    })
 }

@@ -114,6 +114,11 @@ fn files_that_are_not_logic_modules_are_refused_naming_the_file_and_the_problem(
             "its wasm-operator:controller/reconciler@1.0.0 lacks manifest, desired, status".to_owned(),
         ),
         (
+            module("greeting-wrong-crd.wasm"),
+            "its manifest is unusable: crd: spec.names.kind is \"Salutation\", but the manifest's parent has \"Greeting\""
+                .to_owned(),
+        ),
+        (
             module("greeting-contract-v2.wasm"),
             "it exports wasm-operator:controller/reconciler@2.0.0, a contract version this host does not run"
                 .to_owned(),

@@ -421,7 +421,7 @@ fn check_manifest(manifest: &Manifest) -> Result<(), String> {
     if manifest.owned.is_empty() {
         return Err("owned names no kinds".into());
     }
-    Ok(())
+    super::crd_check::check(&manifest.crd, &manifest.parent)
 }
 
 /// What a failed call into the store was: the deadline, the memory limit,

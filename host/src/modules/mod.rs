@@ -7,6 +7,7 @@
 //!   bound and a deadline, into an on-disk cache the operator maps.
 //! - `contract`: what a component must export and may import, checked
 //!   before anything runs, with an error naming the file and what is wrong.
+//! - `crd_check`: the CRD a manifest ships describes its parent kind.
 //! - `logic_module`: a loaded module (digest, manifest, `InstancePre`) and
 //!   its calls.
 //! - `module_log`: the lines a module writes through the `log` import.
@@ -17,6 +18,7 @@
 
 pub mod compiler;
 mod contract;
+mod crd_check;
 mod engine;
 mod logic_module;
 mod module_log;

@@ -165,7 +165,9 @@ fn ask_again(
     };
     let mut owned: Vec<String> = parent.owned.iter().filter(|text| !same(text)).cloned().collect();
     owned.extend(current.map(str::to_owned));
-    let answer = match ctx.call(parent.module, (parent.namespace, parent.name), "desired", |m| m.desired(parent.json, &owned, parent.related)) {
+    let answer = match ctx.call(parent.module, (parent.namespace, parent.name), "desired", |m| {
+        m.desired(parent.json, &owned, parent.related)
+    }) {
         Ok(answer) => answer,
         // The module refuses the object as it is now (e.g. it has another
         // controller): say which object.

@@ -39,8 +39,7 @@ pub fn inputs(
     let namespace = parent.meta().namespace.as_deref().unwrap_or_default();
     let uid = parent.meta().uid.as_deref().unwrap_or_default();
     let name = parent.meta().name.as_deref().unwrap_or_default();
-    let references = match ctx.call_as(calls, module, (namespace, name), "references", |m| m.references(parent_json))
-    {
+    let references = match ctx.call_as(calls, module, (namespace, name), "references", |m| m.references(parent_json)) {
         Ok(references) => references,
         // An invalid parent: desired reports it with every path.
         Err(CallError::Logic(_)) => Vec::new(),

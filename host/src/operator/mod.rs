@@ -12,7 +12,7 @@ pub mod caches;
 pub mod compare;
 mod create_or_update;
 mod delete_unwanted;
-mod desired;
+pub(crate) mod desired;
 mod events;
 pub mod hot_swap;
 pub mod http;

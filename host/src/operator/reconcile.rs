@@ -110,7 +110,9 @@ async fn reconcile_parent(parent: &CachedObject, ctx: &Context, serving: &Servin
         related: &related,
     };
 
-    let answer = match ctx.call(module, (namespace, name), "desired", |m| m.desired(&parent_json, &current_json, &related)) {
+    let answer = match ctx
+        .call(module, (namespace, name), "desired", |m| m.desired(&parent_json, &current_json, &related))
+    {
         Ok(answer) => answer,
         Err(CallError::Logic(error)) => {
             // Bad input changes nothing and deletes nothing: report it.

@@ -20,7 +20,9 @@ pub async fn write_status(
 ) -> Result<bool, ReconcileError> {
     let now = now();
     let text = ctx
-        .call(parent.module, (parent.namespace, parent.name), "status", |m| m.status(parent.json, owned, parent.related, &now, problem))
+        .call(parent.module, (parent.namespace, parent.name), "status", |m| {
+            m.status(parent.json, owned, parent.related, &now, problem)
+        })
         .map_err(|source| ReconcileError::Module { function: "status", source })?;
     let new: Value = serde_json::from_str(&text)
         .map_err(|source| ReconcileError::InvalidOutput { problem: format!("status: {source}") })?;

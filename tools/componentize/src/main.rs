@@ -1,6 +1,8 @@
-//! `componentize CORE.wasm OUT.wasm`: wraps the core module that wit-bindgen
-//! produced into a WebAssembly component, then refuses to write it unless the
-//! component imports nothing at all (no WASI, no host functions).
+//! `componentize CORE.wasm OUT.wasm [--allow-log]`: wraps the core module
+//! that wit-bindgen produced into a WebAssembly component, then refuses to
+//! write it unless the component imports nothing at all (no WASI, no host
+//! functions), or with `--allow-log` nothing but the contract's `log` (what
+//! a module written with the Rust SDK imports for its lines and panics).
 
 use std::path::PathBuf;
 
@@ -8,9 +10,11 @@ use anyhow::{Context, Result, bail};
 use wasmparser::{Parser, Payload};
 
 fn main() -> Result<()> {
-    let mut args = std::env::args_os().skip(1).map(PathBuf::from);
-    let (Some(input), Some(output), None) = (args.next(), args.next(), args.next()) else {
-        bail!("usage: componentize CORE.wasm OUT.wasm");
+    let mut args: Vec<PathBuf> = std::env::args_os().skip(1).map(PathBuf::from).collect();
+    let allow_log = args.iter().any(|a| a.as_os_str() == "--allow-log");
+    args.retain(|a| a.as_os_str() != "--allow-log");
+    let [input, output] = args.as_slice() else {
+        bail!("usage: componentize CORE.wasm OUT.wasm [--allow-log]");
     };
     let core = std::fs::read(&input).with_context(|| format!("reading {}", input.display()))?;
     let component = wit_component::ComponentEncoder::default()
@@ -21,11 +25,19 @@ fn main() -> Result<()> {
         .context("encoding the component")?;
 
     let imports = top_level_imports(&component)?;
-    if !imports.is_empty() {
-        bail!("the component must import nothing, but imports: {}", imports.join(", "));
+    let allowed = |name: &str| allow_log && name.starts_with("wasm-operator:controller/log@1.");
+    let forbidden: Vec<&String> = imports.iter().filter(|name| !allowed(name)).collect();
+    if !forbidden.is_empty() {
+        let only = if allow_log { "nothing but wasm-operator:controller/log" } else { "nothing" };
+        bail!("the component must import {only}, but imports: {}", imports.join(", "));
     }
-    std::fs::write(&output, &component).with_context(|| format!("writing {}", output.display()))?;
-    eprintln!("componentize: wrote {} ({} bytes, 0 imports)", output.display(), component.len());
+    std::fs::write(output, &component).with_context(|| format!("writing {}", output.display()))?;
+    eprintln!(
+        "componentize: wrote {} ({} bytes, imports: {})",
+        output.display(),
+        component.len(),
+        if imports.is_empty() { "none".to_owned() } else { imports.join(", ") }
+    );
     Ok(())
 }
 

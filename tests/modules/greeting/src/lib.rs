@@ -1,31 +1,41 @@
-//! The `Greeting` module: `example.c5c3.io/v1` `Greeting` owns a ConfigMap
-//! named after it holding `spec.message`, and one more ConfigMap per entry
-//! of `spec.audiences` (`<name>-<audience>`): any number of objects of one
-//! kind per parent. It reads the Secret named by `spec.signatureSecret`
-//! (the ConfigMaps say whether it exists). An empty message means no
-//! ConfigMap at all.
+//! The `Greeting` module, written with the Rust SDK: `example.c5c3.io/v1`
+//! `Greeting` owns a ConfigMap named after it holding `spec.message`, and
+//! one more ConfigMap per entry of `spec.audiences` (`<name>-<audience>`):
+//! any number of objects of one kind per parent. It reads the Secret named
+//! by `spec.signatureSecret` (the ConfigMaps say whether it exists). An
+//! empty message means no ConfigMap at all.
 //!
-//! The host's tests also need modules that misbehave, and this is a real
-//! module, so it can: the message `trap` makes it trap, `loop` makes it loop
-//! forever, `allocate` makes it allocate without bound. Nothing here knows
-//! of Memcached, and the host knows nothing of Greetings.
+//! Its spec is not typed in the CRD (it keeps unknown fields), so that the
+//! host's tests can send what the module itself must refuse, with the field.
+//! The tests also need modules that misbehave, and this is a real module, so
+//! it can: the message `trap` makes it panic, `loop` loop forever,
+//! `allocate` allocate without bound, and `log` writes a line to the
+//! operator's log. Nothing here knows of Memcached, and
+//! the host knows nothing of Greetings.
 
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(
+    target_arch = "wasm32",
+    any(feature = "contract-v2", feature = "missing-functions", feature = "wrong-world")
+))]
 mod component;
 
-use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
 
-pub const GROUP: &str = "example.c5c3.io";
-pub const VERSION: &str = "v1";
-pub const CRD_YAML: &str = include_str!("../crd.yaml");
+use kube_derive::CustomResource;
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::{Deserialize, Serialize};
+use wasm_operator_sdk::k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
+use wasm_operator_sdk::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use wasm_operator_sdk::serde_json::Value;
+use wasm_operator_sdk::{Context, Error, Manifest, Object, ObjectRef, Reconciler, export_reconciler};
 
 /// The module's version. The swap tests build variants of this module by
 /// cargo feature: `v2` stamps `revision: "2"` on every ConfigMap;
 /// `v1-rebuilt` behaves exactly as the default build; `fail-on-later`
-/// behaves as `v2` but traps for messages starting with `later`;
+/// behaves as `v2` but panics for messages starting with `later`;
 /// `service-account` behaves as `v2` and also owns a ServiceAccount named
 /// after each Greeting (another owned kind, so other watches);
-/// `trap-always` traps on every parent, `loop-always` loops and
+/// `trap-always` panics on every parent, `loop-always` loops and
 /// `allocate-always` allocates without bound on every parent.
 pub const MODULE_VERSION: &str = if cfg!(feature = "service-account") {
     "0.4.0"
@@ -43,64 +53,79 @@ pub const MODULE_VERSION: &str = if cfg!(feature = "service-account") {
 const REVISION: Option<&str> = if cfg!(feature = "v2") { Some("2") } else { None };
 
 /// Whether this build owns a ServiceAccount per Greeting.
-pub const OWNS_SERVICE_ACCOUNTS: bool = cfg!(feature = "service-account");
+const OWNS_SERVICE_ACCOUNTS: bool = cfg!(feature = "service-account");
 
-#[derive(Debug, PartialEq, Eq)]
-pub enum Error {
-    /// A field and what is wrong with it.
-    Invalid(String, String),
-    Malformed(String),
-    Unsupported(String),
+#[derive(CustomResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "example.c5c3.io",
+    version = "v1",
+    kind = "Greeting",
+    plural = "greetings",
+    namespaced,
+    status = "GreetingStatus",
+    crates(
+        kube_core = "::wasm_operator_sdk::kube_core",
+        k8s_openapi = "::wasm_operator_sdk::k8s_openapi",
+        serde_json = "::wasm_operator_sdk::serde_json"
+    )
+)]
+#[serde(rename_all = "camelCase")]
+#[schemars(schema_with = "any_object")]
+pub struct GreetingSpec {
+    #[serde(default)]
+    pub message: Value,
+    #[serde(default)]
+    pub audiences: Value,
+    #[serde(default)]
+    pub signature_secret: Value,
 }
 
-fn parse(what: &str, text: &str) -> Result<Value, Error> {
-    let value: Value = serde_json::from_str(text).map_err(|e| Error::Malformed(format!("{what}: {e}")))?;
-    if value.is_object() { Ok(value) } else { Err(Error::Malformed(format!("{what}: not a JSON object"))) }
+/// Kept whole by the API server (no pruning), like the spec: the host adds
+/// its own `Stalled` condition to it when the module fails.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(schema_with = "any_object")]
+pub struct GreetingStatus {
+    pub observed_generation: i64,
+    pub phase: String,
 }
 
-fn str_at<'a>(value: &'a Value, pointer: &str) -> Option<&'a str> {
-    value.pointer(pointer).and_then(Value::as_str)
+/// An object the API server keeps as it is sent.
+fn any_object(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})
 }
 
-/// `spec.message`, which must be a string.
-fn message(parent: &Value) -> Result<String, Error> {
-    match parent.pointer("/spec/message") {
-        None | Some(Value::Null) => Ok(String::new()),
-        Some(Value::String(message)) => Ok(message.clone()),
-        Some(_) => Err(Error::Invalid("spec.message".into(), "must be a string".into())),
+impl GreetingSpec {
+    fn message(&self) -> Result<String, Error> {
+        match &self.message {
+            Value::Null => Ok(String::new()),
+            Value::String(message) => Ok(message.clone()),
+            _ => Err(Error::invalid("spec.message", "must be a string")),
+        }
     }
-}
 
-/// `spec.audiences`, a list of names (each a ConfigMap name suffix).
-fn audiences(parent: &Value) -> Result<Vec<String>, Error> {
-    let invalid = |i: usize| Error::Invalid(format!("spec.audiences[{i}]"), "must be a lowercase name".into());
-    match parent.pointer("/spec/audiences") {
-        None | Some(Value::Null) => Ok(Vec::new()),
-        Some(Value::Array(items)) => items
-            .iter()
-            .enumerate()
-            .map(|(i, item)| match item.as_str() {
-                Some(name) if !name.is_empty() && name.chars().all(|c| c.is_ascii_lowercase() || c == '-') => {
-                    Ok(name.to_owned())
-                }
-                _ => Err(invalid(i)),
-            })
-            .collect(),
-        Some(_) => Err(Error::Invalid("spec.audiences".into(), "must be a list".into())),
+    /// A list of names, each a ConfigMap name suffix.
+    fn audiences(&self) -> Result<Vec<String>, Error> {
+        let name = |(i, item): (usize, &Value)| match item.as_str() {
+            Some(name) if !name.is_empty() && name.chars().all(|c| c.is_ascii_lowercase() || c == '-') => {
+                Ok(name.to_owned())
+            }
+            _ => Err(Error::invalid(format!("spec.audiences[{i}]"), "must be a lowercase name")),
+        };
+        match &self.audiences {
+            Value::Null => Ok(Vec::new()),
+            Value::Array(items) => items.iter().enumerate().map(name).collect(),
+            _ => Err(Error::invalid("spec.audiences", "must be a list")),
+        }
     }
-}
 
-fn signature_secret(parent: &Value) -> Result<Option<String>, Error> {
-    match parent.pointer("/spec/signatureSecret") {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(name)) if !name.is_empty() => Ok(Some(name.clone())),
-        Some(_) => Err(Error::Invalid("spec.signatureSecret".into(), "must be a Secret name".into())),
+    fn signature_secret(&self) -> Result<Option<String>, Error> {
+        match &self.signature_secret {
+            Value::Null => Ok(None),
+            Value::String(name) if !name.is_empty() => Ok(Some(name.clone())),
+            _ => Err(Error::invalid("spec.signatureSecret", "must be a Secret name")),
+        }
     }
-}
-
-pub fn references(parent: &str) -> Result<Vec<String>, Error> {
-    let parent = parse("parent", parent)?;
-    Ok(signature_secret(&parent)?.into_iter().collect())
 }
 
 /// What the tests ask the module to do wrong, by message (or by build).
@@ -120,6 +145,7 @@ fn misbehave(message: &str) {
     };
     match message {
         "trap" => panic!("asked to trap"),
+        "log" => wasm_operator_sdk::log::info("asked to log"),
         "loop" => {
             // Only the host's deadline ends this.
             let mut turns: u64 = 0;
@@ -139,136 +165,90 @@ fn misbehave(message: &str) {
     }
 }
 
-/// Every ConfigMap the Greeting should own: one for the message, one per
-/// audience. `owned` holds the ConfigMaps it controls now.
-pub fn desired(parent: &str, owned: &[String], related: &[String]) -> Result<Vec<String>, Error> {
-    let parent = parse("parent", parent)?;
-    let message = message(&parent)?;
-    let audiences = audiences(&parent)?;
-    let secret = signature_secret(&parent)?;
-    if message.is_empty() {
-        return Ok(Vec::new());
+fn metadata(name: &str, greeting: &str) -> ObjectMeta {
+    let labels = [("app.kubernetes.io/managed-by", "greeting-operator"), ("example.c5c3.io/greeting", greeting)];
+    ObjectMeta {
+        name: Some(name.to_owned()),
+        labels: Some(labels.into_iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect()),
+        ..ObjectMeta::default()
     }
-    misbehave(&message);
-    let name =
-        str_at(&parent, "/metadata/name").ok_or_else(|| Error::Invalid("metadata.name".into(), "required".into()))?;
-    let signature = secret.map(|secret| {
-        let found = related
-            .iter()
-            .any(|text| parse("related", text).is_ok_and(|s| str_at(&s, "/metadata/name") == Some(secret.as_str())));
-        if found { format!("signed by {secret}") } else { "unsigned".to_owned() }
-    });
-    let owned: Vec<Value> = owned.iter().map(|text| parse("owned object", text)).collect::<Result<_, _>>()?;
-    let mut objects = Vec::new();
-    let mut add = |configmap: &str, text: String| -> Result<(), Error> {
-        let current = owned.iter().find(|o| {
-            str_at(o, "/kind").is_none_or(|kind| kind == "ConfigMap") && str_at(o, "/metadata/name") == Some(configmap)
+}
+
+pub struct Greetings;
+
+impl Reconciler for Greetings {
+    type Parent = Greeting;
+    type Status = GreetingStatus;
+
+    fn manifest() -> Manifest {
+        let manifest = Manifest::new::<Greeting>("greeting", MODULE_VERSION).owns::<ConfigMap>();
+        let manifest = if OWNS_SERVICE_ACCOUNTS { manifest.owns::<ServiceAccount>() } else { manifest };
+        let manifest = manifest.reads::<Secret>();
+        if cfg!(feature = "wrong-crd") {
+            // A CRD for another kind than the parent: refused at load.
+            let crd = manifest.crd.replace("\"kind\":\"Greeting\"", "\"kind\":\"Salutation\"");
+            return manifest.crd_text(&crd);
+        }
+        manifest
+    }
+
+    fn references(greeting: &Greeting) -> Result<Vec<ObjectRef>, Error> {
+        Ok(greeting.spec.signature_secret()?.into_iter().map(ObjectRef::to::<Secret>).collect())
+    }
+
+    /// A ConfigMap for the message and one per audience.
+    fn desired(greeting: &Greeting, ctx: &Context) -> Result<Vec<Object>, Error> {
+        let message = greeting.spec.message()?;
+        let audiences = greeting.spec.audiences()?;
+        let secret = greeting.spec.signature_secret()?;
+        if message.is_empty() {
+            return Ok(Vec::new());
+        }
+        misbehave(&message);
+        let name = greeting.metadata.name.as_deref().ok_or_else(|| Error::invalid("metadata.name", "required"))?;
+        let signature = secret.map(|secret| match ctx.related::<Secret>(&secret) {
+            Some(_) => format!("signed by {secret}"),
+            None => "unsigned".to_owned(),
         });
-        let mut data = Map::new();
-        data.insert("message".into(), json!(text));
-        if let Some(signature) = &signature {
-            data.insert("signature".into(), json!(signature));
+        let configmap = |configmap: &str, text: String| {
+            let mut data = BTreeMap::from([("message".to_owned(), text)]);
+            data.extend(signature.clone().map(|s| ("signature".to_owned(), s)));
+            data.extend(REVISION.map(|r| ("revision".to_owned(), r.to_owned())));
+            let object = ConfigMap { metadata: metadata(configmap, name), data: Some(data), ..ConfigMap::default() };
+            Object::new(&object).replacing("/data")
+        };
+        let mut objects = vec![configmap(name, message.clone())];
+        for audience in &audiences {
+            objects.push(configmap(&format!("{name}-{audience}"), format!("{message}, {audience}")));
         }
-        if let Some(revision) = REVISION {
-            data.insert("revision".into(), json!(revision));
+        if OWNS_SERVICE_ACCOUNTS {
+            objects.push(Object::new(&ServiceAccount { metadata: metadata(name, name), ..ServiceAccount::default() }));
         }
-        objects.push(configmap_for(&parent, name, configmap, current, data)?.to_string());
-        Ok(())
-    };
-    add(name, message.clone())?;
-    for audience in &audiences {
-        add(&format!("{name}-{audience}"), format!("{message}, {audience}"))?;
+        Ok(objects)
     }
-    if OWNS_SERVICE_ACCOUNTS {
-        let current = owned
-            .iter()
-            .find(|o| str_at(o, "/kind") == Some("ServiceAccount") && str_at(o, "/metadata/name") == Some(name));
-        objects.push(service_account_for(&parent, name, current)?.to_string());
+
+    fn status(greeting: &Greeting, ctx: &Context) -> Result<GreetingStatus, Error> {
+        let mut published: Vec<String> =
+            ctx.all_owned::<ConfigMap>().into_iter().filter_map(|configmap| configmap.metadata.name).collect();
+        published.sort();
+        let problem = greeting.spec.message().and_then(|_| greeting.spec.audiences()).err();
+        let phase = match (problem.as_ref().and_then(|p| p.field_errors().first()), published.as_slice()) {
+            (Some(invalid), _) => format!("Invalid: {} {}", invalid.path, invalid.message),
+            (_, []) => "Nothing to publish".to_owned(),
+            (_, names) => format!("Published in ConfigMap {}", names.join(", ")),
+        };
+        Ok(GreetingStatus { observed_generation: greeting.metadata.generation.unwrap_or(0), phase })
     }
-    Ok(objects)
 }
 
-/// The Greeting's ServiceAccount (`service-account` builds), built on the
-/// current one in place as the ConfigMaps are.
-fn service_account_for(parent: &Value, greeting: &str, current: Option<&Value>) -> Result<Value, Error> {
-    let mut object = owned_object(parent, greeting, "ServiceAccount", greeting, current);
-    object["metadata"]["ownerReferences"] = json!([controller_of(parent, greeting)]);
-    Ok(object)
-}
-
-/// An object of `kind` named `name` the Greeting owns: the current one (what
-/// the server filled in is kept) or a new one, in the Greeting's namespace,
-/// with the module's labels.
-fn owned_object(parent: &Value, greeting: &str, kind: &str, name: &str, current: Option<&Value>) -> Value {
-    let mut object = match current {
-        Some(current) => current.clone(),
-        None => json!({"apiVersion": "v1", "kind": kind, "metadata": {"name": name}}),
-    };
-    if let Some(namespace) = str_at(parent, "/metadata/namespace") {
-        object["metadata"]["namespace"] = json!(namespace);
-    }
-    object["metadata"]["labels"] =
-        json!({"app.kubernetes.io/managed-by": "greeting-operator", "example.c5c3.io/greeting": greeting});
-    object
-}
-
-/// The controller owner reference to the Greeting.
-fn controller_of(parent: &Value, greeting: &str) -> Value {
-    json!({
-        "apiVersion": format!("{GROUP}/{VERSION}"),
-        "kind": "Greeting",
-        "name": greeting,
-        "uid": str_at(parent, "/metadata/uid").unwrap_or_default(),
-        "controller": true,
-        "blockOwnerDeletion": true,
-    })
-}
-
-/// The ConfigMap `configmap`, built on the current one in place: what we own
-/// is set, what the server filled in is kept.
-fn configmap_for(
-    parent: &Value,
-    greeting: &str,
-    configmap: &str,
-    current: Option<&Value>,
-    data: Map<String, Value>,
-) -> Result<Value, Error> {
-    let mut object = owned_object(parent, greeting, "ConfigMap", configmap, current);
-    let owner = controller_of(parent, greeting);
-    let references = object["metadata"]["ownerReferences"].as_array().cloned().unwrap_or_default();
-    if references.iter().any(|r| r["controller"] == json!(true) && r["uid"] != owner["uid"]) {
-        return Err(Error::Invalid(
-            "metadata.ownerReferences".into(),
-            format!("ConfigMap {configmap} has another controller"),
-        ));
-    }
-    let others = references.into_iter().filter(|r| r["controller"] != json!(true));
-    object["metadata"]["ownerReferences"] = Value::Array(others.chain([owner]).collect());
-    object["data"] = Value::Object(data);
-    Ok(object)
-}
-
-pub fn status(parent: &str, owned: &[String]) -> Result<String, Error> {
-    let parent = parse("parent", parent)?;
-    let mut published: Vec<String> = owned
-        .iter()
-        .filter_map(|text| parse("owned", text).ok())
-        .filter(|o| str_at(o, "/kind") == Some("ConfigMap"))
-        .filter_map(|o| str_at(&o, "/metadata/name").map(str::to_owned))
-        .collect();
-    published.sort();
-    let mut status = json!({"observedGeneration": parent.pointer("/metadata/generation").cloned().unwrap_or(json!(0))});
-    let problem = message(&parent).and_then(|_| audiences(&parent)).err();
-    status["phase"] = match (problem, published.as_slice()) {
-        (Some(Error::Invalid(path, problem)), _) => json!(format!("Invalid: {path} {problem}")),
-        (_, []) => json!("Nothing to publish"),
-        (_, names) => json!(format!("Published in ConfigMap {}", names.join(", "))),
-    };
-    Ok(status.to_string())
-}
+#[cfg(not(any(feature = "contract-v2", feature = "missing-functions", feature = "wrong-world")))]
+export_reconciler!(Greetings);
 
 #[cfg(test)]
 mod tests {
+    use wasm_operator_sdk::run;
+    use wasm_operator_sdk::serde_json::{self, json};
+
     use super::*;
 
     fn greeting(spec: Value) -> String {
@@ -281,44 +261,71 @@ mod tests {
         texts.iter().map(|t| serde_json::from_str(t).unwrap()).collect()
     }
 
+    fn desired(parent: &str, owned: &[String], related: &[String]) -> Result<Vec<String>, Error> {
+        run::desired::<Greetings>(parent, owned, related)
+    }
+
+    fn invalid_at(result: Result<Vec<String>, Error>) -> String {
+        result.expect_err("invalid").field_errors()[0].path.clone()
+    }
+
     #[test]
     fn the_configmaps_follow_the_message_and_keep_server_fields() {
         let cr = greeting(json!({"message": "hi", "signatureSecret": "sig", "audiences": ["world", "moon"]}));
         let created = objects(desired(&cr, &[], &[]).unwrap());
-        let names: Vec<&str> = created.iter().map(|o| str_at(o, "/metadata/name").unwrap()).collect();
+        let names: Vec<&str> = created.iter().map(|o| o["metadata"]["name"].as_str().unwrap()).collect();
         assert_eq!(names, ["hello", "hello-world", "hello-moon"]);
         assert_eq!(created[0]["data"], json!({"message": "hi", "signature": "unsigned"}));
         assert_eq!(created[2]["data"]["message"], "hi, moon");
+        assert_eq!(created[0]["metadata"]["namespace"], "ns");
         assert!(created.iter().all(|o| o["metadata"]["ownerReferences"][0]["uid"] == "u-1"));
 
         let mut stored = created[1].clone();
         stored["metadata"]["resourceVersion"] = json!("7");
-        let secret = json!({"kind": "Secret", "metadata": {"name": "sig"}}).to_string();
+        stored["data"]["stale"] = json!("from an older version");
+        let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "sig"}}).to_string();
         let again = objects(desired(&cr, &[stored.to_string()], &[secret]).unwrap());
         assert_eq!(again[1]["metadata"]["resourceVersion"], "7");
         assert_eq!(again[0]["metadata"]["resourceVersion"], Value::Null);
-        assert_eq!(again[1]["data"]["signature"], "signed by sig");
-        assert_eq!(references(&cr).unwrap(), vec!["sig".to_owned()]);
+        assert_eq!(again[1]["data"], json!({"message": "hi, world", "signature": "signed by sig"}));
+        let references = run::references::<Greetings>(&cr).unwrap();
+        assert_eq!((references[0].kind.as_str(), references[0].name.as_str()), ("Secret", "sig"));
 
         assert!(desired(&greeting(json!({})), &[], &[]).unwrap().is_empty());
-        assert!(
-            matches!(desired(&greeting(json!({"message": 3})), &[], &[]), Err(Error::Invalid(p, _)) if p == "spec.message")
+        assert_eq!(invalid_at(desired(&greeting(json!({"message": 3})), &[], &[])), "spec.message");
+        assert_eq!(
+            invalid_at(desired(&greeting(json!({"message": "x", "audiences": ["Bad"]})), &[], &[])),
+            "spec.audiences[0]"
         );
-        assert!(
-            matches!(desired(&greeting(json!({"message": "x", "audiences": ["Bad"]})), &[], &[]), Err(Error::Invalid(p, _)) if p == "spec.audiences[0]")
+        let owned = [created[1].to_string(), created[0].to_string()];
+        let status = run::status::<Greetings>(&cr, &owned, &[], "2026-11-25T10:00:00Z", None).unwrap();
+        assert_eq!(
+            serde_json::from_str::<Value>(&status).unwrap(),
+            json!({"observedGeneration": 2, "phase": "Published in ConfigMap hello, hello-world"})
         );
-        let status: Value =
-            serde_json::from_str(&status(&cr, &[created[1].to_string(), created[0].to_string()]).unwrap()).unwrap();
-        assert_eq!(status, json!({"observedGeneration": 2, "phase": "Published in ConfigMap hello, hello-world"}));
+        let invalid = greeting(json!({"message": 42}));
+        let status = run::status::<Greetings>(&invalid, &[], &[], "2026-11-25T10:00:00Z", Some("invalid")).unwrap();
+        assert!(status.contains("Invalid: spec.message must be a string"), "{status}");
     }
 
     #[test]
     fn a_configmap_controlled_by_another_parent_is_refused() {
         let cr = greeting(json!({"message": "hi"}));
         let foreign = json!({"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": "hello", "ownerReferences": [{"uid": "other", "controller": true}]}});
-        assert!(
-            matches!(desired(&cr, &[foreign.to_string()], &[]), Err(Error::Invalid(p, _)) if p == "metadata.ownerReferences")
-        );
+            "metadata": {"name": "hello", "ownerReferences": [{"apiVersion": "v1", "kind": "Greeting", "name": "x",
+                                                               "uid": "other", "controller": true}]}});
+        assert_eq!(invalid_at(desired(&cr, &[foreign.to_string()], &[])), "metadata.ownerReferences");
+    }
+
+    #[test]
+    fn the_crd_is_generated_from_the_types() {
+        let manifest = Greetings::manifest();
+        let crd: Value = serde_json::from_str(&manifest.crd).unwrap();
+        assert_eq!(crd["metadata"]["name"], "greetings.example.c5c3.io");
+        let version = &crd["spec"]["versions"][0];
+        assert_eq!(version["subresources"]["status"], json!({}));
+        let spec = &version["schema"]["openAPIV3Schema"]["properties"]["spec"];
+        assert_eq!(spec["x-kubernetes-preserve-unknown-fields"], true, "{spec}");
+        assert_eq!((manifest.owned.len(), manifest.reads[0].plural.as_str()), (1, "secrets"));
     }
 }

@@ -1,0 +1,245 @@
+//! The authoring commands' arguments and what they print: `render` and
+//! `test`. The work is in `render.rs`, `cases.rs` and `offline.rs`.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Subcommand, ValueEnum};
+
+use super::cases::{self, CaseFile, Modules};
+use super::documents;
+use super::render::{self, read_objects};
+use crate::cli::{self, ModuleArgs};
+
+/// Commands for writing a module: no cluster needed.
+#[derive(Subcommand)]
+pub enum AuthoringCommand {
+    /// Print what the operator would write for each parent in a file: the
+    /// objects it would create or update (in reconcile order, after the
+    /// checks it applies to a module's answer), then the parent with the
+    /// status it would write.
+    ///
+    /// A parent without metadata.namespace is rendered in `default`, and one
+    /// without metadata.uid gets a uid derived from its namespace and name
+    /// (a SHA-256, as a UUID), since every owned object must carry a
+    /// controller owner reference with it; stderr says so. Each parent gets
+    /// the objects of --owned it controls and those of --related its
+    /// `references` answer names. An invalid parent is reported naming its
+    /// fields, and the status the operator would still write for it (told
+    /// `invalid: ...`) is printed; the exit status is then 1, as for an
+    /// answer the operator would refuse or a failing module.
+    #[command(
+        verbatim_doc_comment,
+        about = "Print what the operator would write for each parent in a file (objects, then the status); no cluster needed"
+    )]
+    Render(RenderArgs),
+    /// Run golden cases against a module: ok or FAIL per case, a unified
+    /// diff for each failure, a summary; exit 1 if any failed.
+    ///
+    /// Each YAML document in DIR (searched recursively; or DIR a single
+    /// file) is one case: the inputs of one reconcile and what to expect.
+    ///
+    ///   name: hello publishes        # optional
+    ///   module: greeting.wasm        # optional, relative to the file
+    ///   parent: {apiVersion: ..., kind: ..., metadata: {name: hello}, spec: {...}}
+    ///   owned: [...]                 # objects that exist (the parent's children are passed)
+    ///   related: [...]               # objects that exist (those `references` names are passed)
+    ///   now: "2026-01-01T00:00:00Z"  # optional; this is the default
+    ///   problem: "..."               # optional: why the writes failed, for `status`
+    ///   recorded: {...}              # optional, free-form: where a recorded reconcile came from
+    ///   expect:
+    ///     desired: [...]             # the objects the module answers, checked, in order
+    ///     status: {...}              # the parent's new status
+    ///     error:                     # or the reconcile fails:
+    ///       kind: invalid            # invalid | malformed | unsupported | refused | failed
+    ///       fields: [spec.message]   # every field path the error names
+    ///       message: text            # a part of the error's message
+    ///
+    /// Null members are ignored when comparing, as the operator ignores
+    /// them. The parent gets a namespace and uid as for `render`. The
+    /// module: --module, else the case's `module:`, else `module:` in
+    /// DIR/wasm-operator-test.yaml (relative to that file).
+    #[command(
+        verbatim_doc_comment,
+        about = "Run golden cases (YAML: parent, objects, expected answer) against a module; a diff per failure"
+    )]
+    Test(TestArgs),
+}
+
+#[derive(Args)]
+pub struct RenderArgs {
+    /// The parents: YAML or JSON documents, or a List; `-` reads stdin.
+    #[arg(short = 'f', long = "filename", value_name = "PARENTS.yaml")]
+    pub file: PathBuf,
+    /// Objects of the owned kinds that exist (say, `kubectl get -o yaml`);
+    /// each parent gets those it controls.
+    #[arg(long, value_name = "FILE")]
+    pub owned: Option<PathBuf>,
+    /// Objects of the kinds the module reads that exist; each parent gets
+    /// those its `references` answer names.
+    #[arg(long, value_name = "FILE")]
+    pub related: Option<PathBuf>,
+    /// The time `status` is told (RFC 3339); default: now.
+    #[arg(long, value_name = "RFC3339")]
+    pub now: Option<String>,
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Yaml)]
+    pub output: Format,
+}
+
+#[derive(Args)]
+pub struct TestArgs {
+    /// A folder of case files (or one case file).
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Write each failing case's actual answer into its expectation
+    /// (desired and status, or error; the parts it checks, all when none).
+    /// The file is rewritten: YAML comments in it are lost.
+    #[arg(long)]
+    pub update: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Format {
+    Yaml,
+    Json,
+}
+
+impl AuthoringCommand {
+    pub fn execute(self, modules: &ModuleArgs) -> Result<ExitCode> {
+        init_logging();
+        match self {
+            AuthoringCommand::Render(args) => render_command(modules, args),
+            AuthoringCommand::Test(args) => test_command(modules, args),
+        }
+    }
+}
+
+/// Logs (the module's lines among them) to stderr, as text; RUST_LOG filters.
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .without_time()
+        .with_target(false)
+        .try_init();
+}
+
+fn one_module(modules: &ModuleArgs) -> Result<Option<PathBuf>> {
+    match modules.modules.as_slice() {
+        [] => Ok(None),
+        [one] => Ok(Some(one.clone())),
+        more => bail!("this command takes one --module, not {}", more.len()),
+    }
+}
+
+fn render_command(modules: &ModuleArgs, args: RenderArgs) -> Result<ExitCode> {
+    let Some(path) = one_module(modules)? else { bail!("no logic module: give one with --module PATH") };
+    let now = match &args.now {
+        Some(text) => render::check_now(text)?,
+        None => render::now(),
+    };
+    let parents = read_objects(&args.file)?;
+    if parents.is_empty() {
+        return Err(render::InputError::Empty { path: args.file.clone() }.into());
+    }
+    let owned = args.owned.as_deref().map(read_objects).transpose()?.unwrap_or_default();
+    let related = args.related.as_deref().map(read_objects).transpose()?.unwrap_or_default();
+    let engine = cli::engine()?;
+    let module = crate::modules::LogicModule::from_file(&engine, &path, modules.allow_precompiled)?;
+    let rendered = render::render(&module, &parents, &owned, &related, &now)?;
+
+    let mut printed = Vec::new();
+    let mut failed = false;
+    let source = args.file.display();
+    for parent in &rendered {
+        printed.extend(parent.printed());
+        let (notes, parent_failed) = parent.notes();
+        for note in notes {
+            eprintln!("{source}: {note}");
+        }
+        failed |= parent_failed;
+    }
+    let text = match args.output {
+        Format::Yaml => documents::to_yaml(&printed),
+        Format::Json => documents::to_json_list(&printed),
+    };
+    cli::print_out(&text)?;
+    Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+fn test_command(modules: &ModuleArgs, args: TestArgs) -> Result<ExitCode> {
+    let cli_module = one_module(modules)?;
+    let folder_module = cases::dir_module(&args.dir)?;
+    let files = cases::case_files(&args.dir)?;
+    let engine = cli::engine()?;
+    let mut loaded = Modules::new(&engine, modules.allow_precompiled);
+    let root = if args.dir.is_dir() { args.dir.clone() } else { args.dir.parent().unwrap_or(&args.dir).to_owned() };
+    let (mut passed, mut failed, mut updated) = (0usize, 0usize, 0usize);
+    let mut out = String::new();
+    for path in files {
+        let mut file = match CaseFile::read(&path) {
+            Ok(file) => file,
+            Err(error) => {
+                let _ = writeln!(out, "FAIL {}\n  {error}", path.strip_prefix(&root).unwrap_or(&path).display());
+                failed += 1;
+                continue;
+            }
+        };
+        let mut changed = false;
+        for index in 0..file.cases.len() {
+            let name = file.case_name(index, &root);
+            let case = &file.cases[index];
+            let Some(module_path) = cases::module_for(cli_module.as_deref(), case, &path, folder_module.as_deref())
+            else {
+                let _ = writeln!(
+                    out,
+                    "FAIL {name}\n  no module: give --module, `module:` in the case or in {}",
+                    cases::DIR_CONFIG
+                );
+                failed += 1;
+                continue;
+            };
+            let (module, kinds) = match loaded.get(&module_path) {
+                Ok(loaded) => loaded,
+                Err(error) => {
+                    let _ = writeln!(out, "FAIL {name}\n  {error}");
+                    failed += 1;
+                    continue;
+                }
+            };
+            tracing::debug!(case = name, module = %module_path.display(), "running");
+            let verdict = cases::run(module, kinds, case);
+            if verdict.passed {
+                passed += 1;
+                let _ = writeln!(out, "ok   {name}");
+                continue;
+            }
+            if args.update {
+                file.cases[index].expect = verdict.actual;
+                changed = true;
+                updated += 1;
+                let _ = writeln!(out, "updated {name}");
+                continue;
+            }
+            failed += 1;
+            let _ = writeln!(out, "FAIL {name}");
+            for line in verdict.report.iter().flat_map(|entry| entry.lines()) {
+                let _ = writeln!(out, "  {line}");
+            }
+        }
+        if changed {
+            file.write().with_context(|| format!("updating {}", path.display()))?;
+        }
+    }
+    let _ = write!(out, "\n{passed} passed, {failed} failed");
+    if args.update {
+        let _ = write!(out, ", {updated} updated");
+    }
+    out.push('\n');
+    cli::print_out(&out)?;
+    Ok(if failed > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}

@@ -1,0 +1,24 @@
+//! Writing a module without a cluster: `render` (what the operator would
+//! write for the parents in a file) and `test` (golden cases: the inputs of
+//! one reconcile and the expected answer). Both run the module as the
+//! operator calls it and apply the operator's checks to its answers.
+//!
+//! - `offline`: one reconcile, no cluster: the calls, in the operator's
+//!   order, and its answer checks (`operator/desired.rs`).
+//! - `parents`: the namespace and uid a parent written by hand lacks.
+//! - `documents`: objects in and out of YAML and JSON files.
+//! - `render`: the `render` command's work.
+//! - `cases`: the case format, where a case's module comes from, running
+//!   and comparing a case, `--update`.
+//! - `diff`: expected against actual, as a unified diff of YAML.
+//! - `command`: the commands' arguments and what they print.
+
+pub mod cases;
+pub mod command;
+pub mod diff;
+pub mod documents;
+pub mod offline;
+pub mod parents;
+pub mod render;
+
+pub use command::AuthoringCommand;

@@ -1,0 +1,413 @@
+//! One reconcile without a cluster: the calls the operator makes for a
+//! parent, in its order (`operator/reconcile.rs`), with the checks it
+//! applies to the answers (`operator/desired.rs`), writing nothing.
+//!
+//! The owned objects the module is given are those of the given ones the
+//! parent controls (a controller owner reference with its uid) of an owned
+//! kind in its namespace, as the operator's caches give them; the related
+//! objects are those of the given ones its `references` answer names. The
+//! status is computed from the objects as they would be after the writes:
+//! the desired objects, checked (for an invalid spec: the current ones, and
+//! `problem` set to the operator's `invalid: ...` text).
+
+use serde_json::Value;
+
+use crate::modules::{CallError, LogicError, LogicModule, ObjectRef};
+use crate::operator::desired::{self, Owner};
+use crate::operator::kinds::{Kind, Kinds};
+
+/// What the operator would hand the module, and the parent it is for.
+pub struct Given<'a> {
+    /// The parent, with a namespace and a uid ([`super::parents::complete`]).
+    pub parent: &'a Value,
+    /// Objects that exist: those the parent controls are passed as owned.
+    pub owned: &'a [Value],
+    /// Objects that exist: those `references` names are passed as related.
+    pub related: &'a [Value],
+    /// RFC 3339, what `status` is told the time is.
+    pub now: &'a str,
+    /// Why the writes failed, for `status` (as a refused write would).
+    pub problem: Option<&'a str>,
+}
+
+/// What the operator would do for the parent.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// The objects it would create or update, in order, checked.
+    pub desired: Vec<Value>,
+    /// Owned objects the parent controls that `desired` left out: the
+    /// operator would delete them.
+    pub deleted: Vec<Value>,
+    /// The parent's new status, when the reconcile got that far.
+    pub status: Option<Value>,
+    /// What `status` was told went wrong.
+    pub problem: Option<String>,
+    /// Why the reconcile did not apply.
+    pub error: Option<ReconcileError>,
+    /// Given objects the operator would not pass to the module, and why.
+    pub ignored: Vec<String>,
+    /// The parent is being deleted: the operator calls nothing and writes
+    /// nothing (the garbage collector removes the children).
+    pub deleting: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    /// The module's own answer to `desired`: the spec is invalid (or
+    /// malformed, or asks what it does not do). Nothing is written; the
+    /// status is told.
+    #[error("{0}")]
+    Spec(LogicError),
+    /// An answer the operator refuses (`ModuleInvalidOutput`): nothing is
+    /// written and the parent gets `Stalled=True`.
+    #[error("the operator would refuse the module's answer: {problem}")]
+    Refused { problem: String },
+    /// The module failed (a trap, its deadline or memory limit), or answered
+    /// an error where the operator expects none.
+    #[error("{function}: {error}")]
+    Module { function: &'static str, error: CallError },
+}
+
+impl ReconcileError {
+    /// The short name a case's expectation uses: `invalid`, `malformed`,
+    /// `unsupported`, `refused` or `failed`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ReconcileError::Spec(LogicError::Invalid(_)) => "invalid",
+            ReconcileError::Spec(LogicError::Malformed(_)) => "malformed",
+            ReconcileError::Spec(LogicError::Unsupported(_)) => "unsupported",
+            ReconcileError::Refused { .. } => "refused",
+            ReconcileError::Module { .. } => "failed",
+        }
+    }
+
+    /// The reason of the `Stalled` condition the operator would set: none
+    /// for a spec error (the module's status reports it).
+    pub fn stalled_reason(&self) -> &'static str {
+        match self {
+            ReconcileError::Spec(_) => "",
+            ReconcileError::Refused { .. } => "ModuleInvalidOutput",
+            ReconcileError::Module { error, .. } => error.reason(),
+        }
+    }
+
+    /// The field paths it names.
+    pub fn paths(&self) -> Vec<String> {
+        match self {
+            ReconcileError::Spec(error) => error.field_errors().iter().map(|e| e.path.clone()).collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// Runs `references`, `desired`, the answer checks and `status`, each call
+/// on a fresh instance as the operator makes them.
+pub fn reconcile(module: &LogicModule, kinds: &Kinds, given: &Given<'_>) -> Outcome {
+    let mut outcome = Outcome::default();
+    if given.parent.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null()) {
+        outcome.deleting = true;
+        return outcome;
+    }
+    let namespace = str_at(given.parent, "/metadata/namespace");
+    let uid = str_at(given.parent, "/metadata/uid");
+    let parent = module_view(given.parent).to_string();
+
+    let references = match call(module, &parent, |r| r.references(&parent)) {
+        Ok(references) => references,
+        // An invalid parent: `desired` reports it with every path.
+        Err(CallError::Logic(_)) => Vec::new(),
+        Err(error) => {
+            outcome.error = Some(ReconcileError::Module { function: "references", error });
+            return outcome;
+        }
+    };
+    let related = select_related(&kinds.reads, &references, namespace, given.related, &mut outcome.ignored);
+    let name = str_at(given.parent, "/metadata/name");
+    let owner = ParentId { kind: &kinds.parent, namespace, name, uid };
+    let current = select_owned(&kinds.owned, &owner, given.owned, &mut outcome.ignored);
+    let related_json: Vec<String> = related.iter().map(ToString::to_string).collect();
+    let current_json: Vec<String> = current.iter().map(|(_, o)| o.to_string()).collect();
+
+    let answer = match call(module, &parent, |r| r.desired(&parent, &current_json, &related_json)) {
+        Ok(answer) => answer,
+        Err(CallError::Logic(error)) => {
+            // As the operator: nothing changes, and `status` hears why.
+            let problem = error.to_string();
+            outcome.error = Some(ReconcileError::Spec(error));
+            status(module, &parent, &current_json, &related_json, given.now, problem, &mut outcome);
+            return outcome;
+        }
+        Err(error) => {
+            outcome.error = Some(ReconcileError::Module { function: "desired", error });
+            return outcome;
+        }
+    };
+    let checked = match desired::check(&kinds.owned, &Owner { namespace, uid }, answer) {
+        Ok(checked) => checked,
+        Err(problem) => {
+            outcome.error = Some(ReconcileError::Refused { problem });
+            return outcome;
+        }
+    };
+    outcome.deleted = current
+        .iter()
+        .filter(|(index, object)| {
+            let name = str_at(object, "/metadata/name");
+            !checked.iter().any(|wanted| wanted.kind_index == *index && wanted.name == name)
+        })
+        .map(|(_, object)| object.clone())
+        .collect();
+    outcome.desired = checked.into_iter().map(|object| object.value).collect();
+    let after: Vec<String> = outcome.desired.iter().map(ToString::to_string).collect();
+    if let Some(problem) = given.problem {
+        status(module, &parent, &after, &related_json, given.now, problem.to_owned(), &mut outcome);
+    } else {
+        let answer = call(module, &parent, |r| r.status(&parent, &after, &related_json, given.now, None));
+        finish_status(answer, None, &mut outcome);
+    }
+    outcome
+}
+
+fn status(
+    module: &LogicModule,
+    parent: &str,
+    owned: &[String],
+    related: &[String],
+    now: &str,
+    problem: String,
+    outcome: &mut Outcome,
+) {
+    let answer = call(module, parent, |r| r.status(parent, owned, related, now, Some(&problem)));
+    finish_status(answer, Some(problem), outcome);
+}
+
+/// The status answer as the operator reads it: JSON, or a refused answer.
+fn finish_status(answer: Result<String, CallError>, problem: Option<String>, outcome: &mut Outcome) {
+    outcome.problem = problem;
+    let failed = |outcome: &mut Outcome, error| {
+        // A spec error found before stays the reconcile's error.
+        if outcome.error.is_none() {
+            outcome.error = Some(error);
+        }
+    };
+    match answer {
+        Ok(text) => match serde_json::from_str::<Value>(&text) {
+            Ok(status) => outcome.status = Some(status),
+            Err(error) => failed(outcome, ReconcileError::Refused { problem: format!("status: {error}") }),
+        },
+        Err(error) => failed(outcome, ReconcileError::Module { function: "status", error }),
+    }
+}
+
+/// One call on a fresh instance; what the module logged goes to the log
+/// (standard error) with the parent's `namespace/name`, as in the operator.
+fn call<T>(
+    module: &LogicModule,
+    parent: &str,
+    call: impl FnOnce(&mut crate::modules::Reconciler) -> Result<T, CallError>,
+) -> Result<T, CallError> {
+    module.reconciler().and_then(|mut instance| {
+        let result = call(&mut instance);
+        let log = instance.take_log();
+        if !log.is_empty() {
+            let parent: Value = serde_json::from_str(parent).unwrap_or_default();
+            let who = format!("{}/{}", str_at(&parent, "/metadata/namespace"), str_at(&parent, "/metadata/name"));
+            log.emit(module.name(), Some(&who));
+        }
+        result
+    })
+}
+
+fn str_at<'a>(value: &'a Value, pointer: &str) -> &'a str {
+    value.pointer(pointer).and_then(Value::as_str).unwrap_or_default()
+}
+
+/// The object as the operator's caches hand it to a module: without
+/// managedFields (`operator/cached_object.rs`).
+pub fn module_view(object: &Value) -> Value {
+    let mut object = object.clone();
+    if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        metadata.remove("managedFields");
+    }
+    object
+}
+
+/// The namespace an object is in: `default` when it names none, as kubectl
+/// applies it.
+pub fn namespace_of(object: &Value) -> &str {
+    object.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("default")
+}
+
+fn kind_of<'k>(kinds: &'k [Kind], object: &Value) -> Option<(usize, &'k Kind)> {
+    let api_version = str_at(object, "/apiVersion");
+    let kind = str_at(object, "/kind");
+    kinds.iter().enumerate().find(|(_, k)| k.is_group_kind_of(api_version, kind))
+}
+
+/// The parent, as owner references name it.
+pub struct ParentId<'a> {
+    pub kind: &'a Kind,
+    pub namespace: &'a str,
+    pub name: &'a str,
+    pub uid: &'a str,
+}
+
+/// The given objects the parent controls, of owned kinds, in its namespace,
+/// in manifest order (then file order), as the operator's caches give them.
+pub fn select_owned(
+    owned: &[Kind],
+    parent: &ParentId<'_>,
+    given: &[Value],
+    ignored: &mut Vec<String>,
+) -> Vec<(usize, Value)> {
+    let mut selected: Vec<(usize, Value)> = Vec::new();
+    for object in given {
+        let Some((index, _)) = kind_of(owned, object) else {
+            ignored.push(format!("owned {}: not an owned kind of the module", super::documents::describe(object)));
+            continue;
+        };
+        if namespace_of(object) != parent.namespace {
+            continue;
+        }
+        let controller = object
+            .pointer("/metadata/ownerReferences")
+            .and_then(Value::as_array)
+            .and_then(|refs| refs.iter().find(|r| r["controller"] == Value::Bool(true)));
+        let uid = parent.uid;
+        match controller.map(|r| (r, r["uid"].as_str().unwrap_or_default())) {
+            Some((_, controller)) if controller == uid => selected.push((index, module_view(object))),
+            // The parent by name, with another uid: a parent written by
+            // hand (its uid filled in) and children captured from a cluster.
+            Some((reference, other)) if names_parent(reference, parent) => ignored.push(format!(
+                "owned {}: its controller is {} {} with uid {other}, not this parent's uid {uid} (give the parent its uid)",
+                super::documents::describe(object),
+                parent.kind.name(),
+                parent.name
+            )),
+            // Another parent's child (a file may hold several parents').
+            Some(_) => {}
+            None => ignored.push(format!(
+                "owned {}: no controller owner reference (the operator passes only the objects a parent controls; uid {uid})",
+                super::documents::describe(object)
+            )),
+        }
+    }
+    selected.sort_by_key(|(index, _)| *index);
+    selected
+}
+
+fn names_parent(reference: &Value, parent: &ParentId<'_>) -> bool {
+    let api_version = reference["apiVersion"].as_str().unwrap_or_default();
+    let kind = reference["kind"].as_str().unwrap_or_default();
+    parent.kind.is_group_kind_of(api_version, kind) && reference["name"] == parent.name
+}
+
+/// The given objects `references` names (a reference without a namespace
+/// is in the parent's), of the module's read kinds, in reference order.
+pub fn select_related(
+    reads: &[Kind],
+    references: &[ObjectRef],
+    namespace: &str,
+    given: &[Value],
+    ignored: &mut Vec<String>,
+) -> Vec<Value> {
+    let mut selected = Vec::new();
+    for reference in references {
+        // The operator has caches of the read kinds only.
+        if !reads.iter().any(|k| k.resource.group == reference.group && k.resource.kind == reference.kind) {
+            ignored
+                .push(format!("reference to {} {}: not a read kind of the manifest", reference.kind, reference.name));
+            continue;
+        }
+        let wanted_namespace = reference.namespace.as_deref().unwrap_or(namespace);
+        let found = given.iter().find(|object| {
+            let group = str_at(object, "/apiVersion").rsplit_once('/').map_or("", |(group, _)| group);
+            group == reference.group
+                && str_at(object, "/kind") == reference.kind
+                && namespace_of(object) == wanted_namespace
+                && str_at(object, "/metadata/name") == reference.name
+        });
+        selected.extend(found.map(module_view));
+    }
+    selected
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::modules::KindInfo;
+
+    fn kind(group: &str, kind: &str) -> Kind {
+        let info = KindInfo {
+            group: group.into(),
+            version: "v1".into(),
+            kind: kind.into(),
+            plural: format!("{}s", kind.to_lowercase()),
+            namespaced: true,
+        };
+        Kind::from_info(&info).expect("namespaced")
+    }
+
+    fn child(kind: &str, name: &str, namespace: Option<&str>, controller: Option<&str>) -> Value {
+        let mut object = json!({"apiVersion": "v1", "kind": kind, "metadata": {"name": name, "managedFields": [{}]}});
+        if let Some(namespace) = namespace {
+            object["metadata"]["namespace"] = json!(namespace);
+        }
+        if let Some(uid) = controller {
+            object["metadata"]["ownerReferences"] = json!([{"apiVersion": "example.c5c3.io/v1", "kind": "Greeting", "name": if uid == "u-2" { "other" } else { "hello" }, "uid": uid, "controller": true}]);
+        }
+        object
+    }
+
+    #[test]
+    fn owned_objects_are_those_the_parent_controls_in_manifest_order() {
+        let owned = [kind("", "Service"), kind("", "ConfigMap")];
+        let given = [
+            child("ConfigMap", "a", None, Some("u-1")),
+            child("Service", "b", Some("default"), Some("u-1")),
+            child("ConfigMap", "other-parent", None, Some("u-2")),
+            child("ConfigMap", "elsewhere", Some("team"), Some("u-1")),
+            child("ConfigMap", "orphan", None, None),
+            child("Secret", "not-owned", None, Some("u-1")),
+            child("ConfigMap", "captured", None, Some("uid-in-the-cluster")),
+        ];
+        let mut ignored = Vec::new();
+        let parent_kind = kind("example.c5c3.io", "Greeting");
+        let parent = ParentId { kind: &parent_kind, namespace: "default", name: "hello", uid: "u-1" };
+        let selected = select_owned(&owned, &parent, &given, &mut ignored);
+        let names: Vec<(usize, &str)> = selected.iter().map(|(i, o)| (*i, str_at(o, "/metadata/name"))).collect();
+        assert_eq!(names, [(0, "b"), (1, "a")]);
+        assert!(selected.iter().all(|(_, o)| o["metadata"].get("managedFields").is_none()), "as the caches keep them");
+        assert_eq!(ignored.len(), 3, "{ignored:?}");
+        assert!(ignored[0].contains("ConfigMap orphan: no controller owner reference"), "{ignored:?}");
+        assert!(ignored[1].contains("Secret not-owned: not an owned kind"), "{ignored:?}");
+        assert!(
+            ignored[2]
+                .contains("its controller is Greeting hello with uid uid-in-the-cluster, not this parent's uid u-1"),
+            "{ignored:?}"
+        );
+    }
+
+    #[test]
+    fn related_objects_are_those_referenced_in_the_parents_namespace_by_default() {
+        let reads = [kind("", "Secret")];
+        let reference = |name: &str, namespace: Option<&str>| ObjectRef {
+            group: String::new(),
+            version: "v1".into(),
+            kind: "Secret".into(),
+            namespace: namespace.map(str::to_owned),
+            name: name.into(),
+        };
+        let given = [child("Secret", "tls", Some("team"), None), child("Secret", "sasl", None, None)];
+        let mut ignored = Vec::new();
+        let references = [reference("sasl", None), reference("tls", Some("team")), reference("missing", None)];
+        let selected = select_related(&reads, &references, "default", &given, &mut ignored);
+        let names: Vec<&str> = selected.iter().map(|o| str_at(o, "/metadata/name")).collect();
+        assert_eq!(names, ["sasl", "tls"]);
+        assert!(ignored.is_empty());
+        let in_team = select_related(&reads, &[reference("sasl", None)], "team", &given, &mut ignored);
+        assert!(in_team.is_empty(), "the parent's namespace, not any");
+    }
+}

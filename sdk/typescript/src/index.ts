@@ -1,0 +1,55 @@
+/**
+ * The wasm-operator SDK for TypeScript: a logic module (contract
+ * `wasm-operator:controller@1.1.0`) on plain objects. See README.md.
+ */
+
+export {
+  ComponentError,
+  defineModule,
+  finishDesired,
+  guard,
+  parseObject,
+  witManifest,
+  type Context,
+  type DefineOptions,
+  type KindInfo,
+  type Manifest,
+  type ModuleDefinition,
+  type ObjectRef,
+  type Reconciler,
+  type StatusContext,
+  type WitKindInfo,
+  type WitManifest,
+  type WitObjectRef,
+} from "./module.js";
+export {
+  InvalidError,
+  MalformedError,
+  ModuleError,
+  Problems,
+  UnsupportedError,
+  invalid,
+  malformed,
+  toWitError,
+  unsupported,
+  type FieldError,
+  type WitError,
+} from "./errors.js";
+export { describeError, log, setLogWriter, type LogLevel, type LogWriter } from "./log.js";
+export {
+  ObjectSet,
+  adopt,
+  findCondition,
+  groupOf,
+  isObject,
+  merge,
+  observedGeneration,
+  ownerReference,
+  prune,
+  setCondition,
+  type Condition,
+  type Json,
+  type KubeObject,
+  type ObjectMeta,
+  type OwnerReference,
+} from "./objects.js";

@@ -1,0 +1,310 @@
+/**
+ * `defineModule`: an author's manifest and functions on plain objects, as the
+ * `reconciler` export componentize-js expects (the WIT interface
+ * `wasm-operator:controller/reconciler@1.1.0`: an exported object with one
+ * method per function, records as objects with camelCase fields, a
+ * `result`'s error thrown as a value whose `payload` is the variant).
+ */
+
+import { MalformedError, toWitError, type FieldError, type WitError } from "./errors.js";
+import { describeError, setLogWriter, type LogWriter } from "./log.js";
+import { adopt, groupOf, isObject, merge, ObjectSet, prune, type KubeObject } from "./objects.js";
+
+/** An API kind, with what the host needs to reach it without discovery. */
+export interface KindInfo {
+  /** Empty for the core group (`v1` ConfigMap, Secret, Service). */
+  group: string;
+  version: string;
+  kind: string;
+  /** The resource name in URLs: `deployments`, `configmaps`. */
+  plural: string;
+  /** Default true. */
+  namespaced?: boolean;
+}
+
+/** What the host reads once when it loads the module. */
+export interface Manifest {
+  /** The module's name (`memcached`): metric labels, logs. */
+  name: string;
+  /** The module's own version (semver). */
+  version: string;
+  /** The custom resource the module reconciles. */
+  parent: KindInfo;
+  /** The parent's CustomResourceDefinition, YAML or JSON; default none (""). */
+  crd?: string;
+  /** Kinds a parent owns (default none). */
+  owned?: KindInfo[];
+  /** Kinds a parent only reads, named by `references` (default none). */
+  reads?: KindInfo[];
+  /** Default `<name>-operator`. */
+  fieldManager?: string;
+  /** Default `<name>-operator`. */
+  eventReporter?: string;
+}
+
+/** An object of a `reads` kind a parent needs: `apiVersion` or `group` + `version`. */
+export interface ObjectRef {
+  apiVersion?: string;
+  group?: string;
+  version?: string;
+  kind: string;
+  name: string;
+  /** Default: the parent's namespace. */
+  namespace?: string;
+}
+
+/** What `desired` gets besides the parent. */
+export interface Context {
+  /** The objects of owned kinds the parent controls now, as the server returned them. */
+  owned: ObjectSet;
+  /** The referenced objects that exist. */
+  related: ObjectSet;
+}
+
+/** What `status` gets besides the parent. */
+export interface StatusContext extends Context {
+  /** The current time, RFC 3339. */
+  now: string;
+  /** Why this reconcile failed (e.g. the host's `invalid: ...`), if it did; report it. */
+  problem: string | undefined;
+}
+
+/** A module: its manifest and the functions its author writes. */
+export interface ModuleDefinition<P extends KubeObject = KubeObject> {
+  manifest: Manifest;
+  /** The related objects this parent needs (default none). */
+  references?: (parent: P) => ObjectRef[];
+  /**
+   * Every object the parent should own, with the module's fields only: the
+   * SDK fills `metadata.namespace`, adopts each one (controller owner
+   * reference) and merges it onto the current object of the same kind and
+   * name. Throw `invalid(...)` for a spec that breaks a rule.
+   */
+  desired: (parent: P, ctx: Context) => KubeObject[];
+  /** The parent's new `status` object. */
+  status: (parent: P, ctx: StatusContext) => Record<string, unknown>;
+}
+
+/** The WIT records, as componentize-js passes them. */
+export interface WitKindInfo {
+  group: string;
+  version: string;
+  kind: string;
+  plural: string;
+  namespaced: boolean;
+}
+
+export interface WitManifest {
+  name: string;
+  version: string;
+  parent: WitKindInfo;
+  crd: string;
+  owned: WitKindInfo[];
+  reads: WitKindInfo[];
+  fieldManager: string;
+  eventReporter: string;
+}
+
+export interface WitObjectRef {
+  group: string;
+  version: string;
+  kind: string;
+  namespace: string | undefined;
+  name: string;
+}
+
+/** The `reconciler` export: JSON text in and out, module errors thrown as `ComponentError`. */
+export interface Reconciler {
+  manifest(): WitManifest;
+  references(parent: string): WitObjectRef[];
+  desired(parent: string, owned: string[], related: string[]): string[];
+  status(parent: string, owned: string[], related: string[], now: string, problem?: string | null): string;
+}
+
+/**
+ * What a `result`'s error is thrown as: componentize-js (like jco) takes the
+ * thrown value's own `payload` as the `err` value.
+ */
+export class ComponentError extends Error {
+  readonly payload: WitError;
+  constructor(payload: WitError) {
+    super(payload.tag + ": " + (typeof payload.val === "string" ? payload.val : payload.val.map((e) => `${e.path}: ${e.message}`).join("; ")));
+    this.name = "ComponentError";
+    this.payload = payload;
+  }
+}
+
+export interface DefineOptions {
+  /** The `log` import's `write` (`import { write } from "wasm-operator:controller/log@1.1.0"`). */
+  log?: LogWriter;
+}
+
+function kindInfo(kind: KindInfo): WitKindInfo {
+  return {
+    group: kind.group,
+    version: kind.version,
+    kind: kind.kind,
+    plural: kind.plural,
+    namespaced: kind.namespaced ?? true,
+  };
+}
+
+/** The manifest as the WIT record, with the defaults filled in. */
+export function witManifest(manifest: Manifest): WitManifest {
+  const operator = `${manifest.name}-operator`;
+  return {
+    name: manifest.name,
+    version: manifest.version,
+    parent: kindInfo(manifest.parent),
+    crd: manifest.crd ?? "",
+    owned: (manifest.owned ?? []).map(kindInfo),
+    reads: (manifest.reads ?? []).map(kindInfo),
+    fieldManager: manifest.fieldManager ?? operator,
+    eventReporter: manifest.eventReporter ?? operator,
+  };
+}
+
+function typeName(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  if (typeof value === "object") return "an object";
+  return typeof value === "number" || typeof value === "boolean" ? `a ${typeof value}` : `a ${typeof value}`;
+}
+
+/** JSON text that must be an object; `malformed` (path "") naming `what` otherwise. */
+export function parseObject(text: string, what: string): KubeObject {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new MalformedError([{ path: "", message: `${what}: not JSON: ${reason}` }]);
+  }
+  if (!isObject(value)) {
+    throw new MalformedError([{ path: "", message: `${what}: expected a JSON object, got ${typeName(value)}` }]);
+  }
+  if (value.metadata !== undefined && value.metadata !== null && !isObject(value.metadata)) {
+    throw new MalformedError([{ path: "metadata", message: `${what}: must be an object, got ${typeName(value.metadata)}` }]);
+  }
+  return value as KubeObject;
+}
+
+/** The parent's namespace and uid, which owned objects need; `malformed` naming the missing one. */
+function placement(parent: KubeObject): string {
+  const metadata = parent.metadata ?? {};
+  const errors: FieldError[] = [];
+  for (const field of ["name", "namespace", "uid"] as const) {
+    const value = metadata[field];
+    if (typeof value !== "string" || value === "") {
+      errors.push({ path: `metadata.${field}`, message: "must be a non-empty string" });
+    }
+  }
+  if (errors.length > 0) throw new MalformedError(errors);
+  return metadata.namespace as string;
+}
+
+function sameObject(a: KubeObject, b: KubeObject, namespace: string): boolean {
+  const metaA = a.metadata ?? {};
+  const metaB = b.metadata ?? {};
+  return (
+    a.kind === b.kind &&
+    groupOf(String(a.apiVersion ?? "")) === groupOf(String(b.apiVersion ?? "")) &&
+    metaA.name === metaB.name &&
+    (metaA.namespace ?? namespace) === (metaB.namespace ?? namespace)
+  );
+}
+
+/**
+ * One desired object as the host wants it: in the parent's namespace,
+ * adopted, merged onto the current object of the same identity.
+ */
+export function finishDesired(parent: KubeObject, owned: ObjectSet, obj: unknown, index: number): KubeObject {
+  const namespace = placement(parent);
+  if (!isObject(obj)) throw new TypeError(`desired object ${index}: expected an object, got ${typeName(obj)}`);
+  const desired = obj as KubeObject;
+  for (const field of ["apiVersion", "kind"] as const) {
+    if (typeof desired[field] !== "string" || desired[field] === "") {
+      throw new TypeError(`desired object ${index}: ${field} must be a non-empty string`);
+    }
+  }
+  const metadata = isObject(desired.metadata) ? desired.metadata : {};
+  if (typeof metadata.name !== "string" || metadata.name === "") {
+    throw new TypeError(`desired object ${index} (${String(desired.kind)}): metadata.name must be a non-empty string`);
+  }
+  const placed: KubeObject = { ...desired, metadata: { ...metadata, namespace: metadata.namespace ?? namespace } };
+  const current = owned.items.find((o) => sameObject(o, placed, namespace));
+  const adopted = adopt(parent, current, placed);
+  return current === undefined ? prune(adopted) : merge(current, adopted);
+}
+
+function objectRef(ref: ObjectRef, index: number): WitObjectRef {
+  let group = ref.group ?? "";
+  let version = ref.version ?? "";
+  if (typeof ref.apiVersion === "string") {
+    group = groupOf(ref.apiVersion);
+    version = ref.apiVersion.slice(ref.apiVersion.indexOf("/") + 1);
+  }
+  if (version === "" || !ref.kind || !ref.name) {
+    throw new TypeError(`reference ${index}: needs a version (or apiVersion), a kind and a name`);
+  }
+  return { group, version, kind: ref.kind, namespace: ref.namespace ?? undefined, name: ref.name };
+}
+
+/**
+ * Runs one call of the contract: a module error becomes the WIT `error`
+ * variant (thrown as a `ComponentError`); anything else is logged at level
+ * `error` with its stack, then rethrown, so the call traps and the host
+ * reports the logged message.
+ */
+export function guard<T>(call: () => T, write?: LogWriter): T {
+  try {
+    return call();
+  } catch (error) {
+    // Already the variant (a nested guard, or thrown by hand): pass it on.
+    if (error instanceof ComponentError) throw error;
+    const wit = toWitError(error);
+    if (wit !== undefined) throw new ComponentError(wit);
+    if (write !== undefined) write("error", describeError(error));
+    throw error;
+  }
+}
+
+/** The `reconciler` export for a module: `export const reconciler = defineModule({...}, { log: write })`. */
+export function defineModule<P extends KubeObject = KubeObject>(
+  definition: ModuleDefinition<P>,
+  options: DefineOptions = {},
+): Reconciler {
+  const write = options.log;
+  if (write !== undefined) setLogWriter(write);
+  const parse = (texts: readonly string[], what: string) =>
+    new ObjectSet(texts.map((text, index) => parseObject(text, `${what} ${index}`)));
+  return {
+    manifest: () => witManifest(definition.manifest),
+    references: (parentText) =>
+      guard(() => {
+        const parent = parseObject(parentText, "parent") as P;
+        const refs = definition.references === undefined ? [] : definition.references(parent);
+        if (!Array.isArray(refs)) throw new TypeError("references must return an array");
+        return refs.map(objectRef);
+      }, write),
+    desired: (parentText, ownedTexts, relatedTexts) =>
+      guard(() => {
+        const parent = parseObject(parentText, "parent") as P;
+        placement(parent);
+        const owned = parse(ownedTexts, "owned object");
+        const related = parse(relatedTexts, "related object");
+        const answer = definition.desired(parent, { owned, related });
+        if (!Array.isArray(answer)) throw new TypeError("desired must return an array of objects");
+        return answer.map((obj, index) => JSON.stringify(finishDesired(parent, owned, obj, index)));
+      }, write),
+    status: (parentText, ownedTexts, relatedTexts, now, problem) =>
+      guard(() => {
+        const parent = parseObject(parentText, "parent") as P;
+        const owned = parse(ownedTexts, "owned object");
+        const related = parse(relatedTexts, "related object");
+        const status = definition.status(parent, { owned, related, now, problem: problem ?? undefined });
+        if (!isObject(status)) throw new TypeError(`status must return an object, got ${typeName(status)}`);
+        return JSON.stringify(prune(status));
+      }, write),
+  };
+}
