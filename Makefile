@@ -22,7 +22,13 @@ TEST_MODULE_VARIANTS := target/greeting-contract-v2.wasm target/greeting-missing
 	target/greeting-wrong-crd.wasm
 # A logic module written in Python (componentize-py): an Echo CRD.
 PY_MODULE := target/echo-py.wasm
-PY_MODULE_SOURCES := $(wildcard tests/modules/echo-py/*.py) tests/modules/echo-py/crd.yaml tests/modules/echo-py/requirements.txt
+# The Python SDK (sdk/python), which it is built with: the SDK's tests and
+# linters run in a venv under target/.
+PY_SDK_SOURCES := $(wildcard sdk/python/src/wasm_operator_sdk/*.py) sdk/python/src/wasm_operator_sdk/py.typed
+PY_SDK_VENV := target/venv-python-sdk
+PY_SDK_DEPS := $(PY_SDK_VENV)/.requirements-installed
+PY_MODULE_SOURCES := $(wildcard tests/modules/echo-py/*.py) tests/modules/echo-py/crd.yaml tests/modules/echo-py/requirements.txt \
+	$(PY_SDK_SOURCES)
 # A logic module written in TypeScript on the TypeScript SDK (sdk/typescript),
 # built with componentize-js: a Notice CRD.
 TS_SDK := sdk/typescript
@@ -34,6 +40,7 @@ TEST_MODULES := $(TEST_MODULE) $(TEST_MODULE_VARIANTS) $(PY_MODULE) $(TS_MODULE)
 
 .PHONY: all build wasm test manifests bench bench-e2e bench-swap bench-compile run render-samples envtest clean
 .PHONY: playground playground-serve test-embeddings test-browser test-python-module test-typescript lint test-authoring
+.PHONY: test-python-sdk lint-python
 .PHONY: test-controllers bench-controllers metacontroller
 .PHONY: helm
 .PHONY: go-operator oci-registry cosign
@@ -79,13 +86,34 @@ test-typescript: $(TS_MODULE)
 	cd $(TS_MODULE_DIR) && npm run --silent lint && npm test
 
 ## test-python-module: the Echo module's logic and WIT adapter under CPython
+# (No bytecode: componentize-py bundles every file of the module's and the SDK's folders.)
 test-python-module: $(PY_MODULE)
-	target/venv-componentize/bin/python -m pytest -q tests/modules/echo-py
+	PYTHONDONTWRITEBYTECODE=1 target/venv-componentize/bin/python -m pytest -q -p no:cacheprovider tests/modules/echo-py
 
-## lint: rustfmt and clippy, as make test runs them
+## test-python-sdk: the Python SDK's unit tests (helpers, errors, the glue on plain texts and on the
+## bindings componentize-py generates), then its linters
+test-python-sdk: $(PY_SDK_DEPS)
+	cd sdk/python && PYTHONDONTWRITEBYTECODE=1 ../../$(PY_SDK_VENV)/bin/python -m pytest -q
+	$(MAKE) --no-print-directory lint-python
+
+## lint-python: ruff (lint and format) and mypy --strict on the Python SDK and the Echo module
+lint-python: $(PY_SDK_DEPS)
+	cd sdk/python && ../../$(PY_SDK_VENV)/bin/ruff check --no-cache . && ../../$(PY_SDK_VENV)/bin/ruff format --no-cache --check .
+	cd sdk/python && ../../$(PY_SDK_VENV)/bin/mypy --cache-dir ../../target/mypy-cache -p wasm_operator_sdk
+	$(PY_SDK_VENV)/bin/ruff check --no-cache --config sdk/python/pyproject.toml tests/modules/echo-py
+	$(PY_SDK_VENV)/bin/ruff format --no-cache --check --config sdk/python/pyproject.toml tests/modules/echo-py
+	cd tests/modules/echo-py && MYPYPATH=../../../sdk/python/src ../../../$(PY_SDK_VENV)/bin/mypy --strict --cache-dir ../../../target/mypy-cache app.py
+
+$(PY_SDK_DEPS): sdk/python/requirements-dev.txt
+	python3 -m venv $(PY_SDK_VENV)
+	$(PY_SDK_VENV)/bin/pip install --quiet --disable-pip-version-check -r sdk/python/requirements-dev.txt
+	cp sdk/python/requirements-dev.txt $@
+
+## lint: rustfmt and clippy, as make test runs them, and the Python SDK's linters
 lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
+	$(MAKE) --no-print-directory lint-python
 
 ## test: every test, from a fresh clone (installs what is missing first).
 ## Every suite runs even when an earlier one fails; the exit status says if any did.
@@ -94,6 +122,7 @@ test: build $(TEST_MODULES) $(CONTROL_PLANE) helm go-operator oci-registry cosig
 	$(MAKE) --no-print-directory lint || status=1; \
 	$(CARGO) test --release --workspace --no-fail-fast || status=1; \
 	$(MAKE) --no-print-directory test-python-module || status=1; \
+	$(MAKE) --no-print-directory test-python-sdk || status=1; \
 	$(MAKE) --no-print-directory test-typescript || status=1; \
 	$(MAKE) --no-print-directory test-embeddings || status=1; \
 	$(MAKE) --no-print-directory test-controllers || status=1; \

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the Python logic module (tests/modules/echo-py) into a component at
 # target/echo-py.wasm with componentize-py, against wit/controller (world
-# `logic-module`). Installs what is missing first: a venv at
+# `logic-module`), with the Python SDK (sdk/python/src: the package
+# wasm_operator_sdk, nothing else) on its path. Installs what is missing first: a venv at
 # target/venv-componentize with the pinned tests/modules/echo-py/requirements.txt
 # (componentize-py and pytest), reinstalled when that file changes.
 #
@@ -39,6 +40,6 @@ export VIRTUAL_ENV="$(pwd)/$venv"
 stub=()
 if [ "${STUB_WASI:-0}" = 1 ]; then stub=(-s); fi
 "$venv/bin/componentize-py" -d "$wit" -w logic-module \
-    componentize app -p "$module" "${stub[@]}" -o "$out.tmp"
+    componentize app -p "$module" -p sdk/python/src "${stub[@]}" -o "$out.tmp"
 mv "$out.tmp" "$out"
 echo "built $(pwd)/$out ($(wc -c < "$out") bytes)"

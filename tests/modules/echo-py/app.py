@@ -1,68 +1,89 @@
-"""The Echo logic module: logic.py behind the WIT contract.
+"""The Echo module: an Echo's `spec.text` echoed into a ConfigMap named
+`<name>-echo` (upper case with `spec.shout`), written with the Python SDK
+(sdk/python). `scripts/build-python-module.sh` builds it into
+target/echo-py.wasm with componentize-py.
 
-componentize-py (scripts/build-python-module.sh) builds this into
-target/echo-py.wasm against wit/controller (world `logic-module`). It
-generates the `wit_world` package: the exported interface's Protocol is
-`wit_world.exports.Reconciler`, its types are in
-`wit_world.exports.reconciler`, and an `error` answer is raised as
-`componentize_py_types.Err(<variant>)`. This file only converts; the logic,
-and its tests, are in logic.py and test_logic.py.
+A test module, so it can misbehave: the text `raise` makes `desired` raise
+an unexpected exception (the component traps; the SDK logs its message).
 """
 
-from componentize_py_types import Err
-from wit_world import exports
-from wit_world.exports import reconciler as wit
+from wasm_operator_sdk import (
+    Context,
+    Invalid,
+    JsonObject,
+    Kind,
+    Manifest,
+    Module,
+    StatusContext,
+    describe,
+    observed_generation,
+    read_text,
+    reconciler,
+)
 
-import logic
-
-
-def _field_errors(errors):
-    return [wit.FieldError(path=path, message=message) for path, message in errors]
-
-
-def _to_wit_error(error):
-    if isinstance(error, logic.Malformed):
-        return wit.Error_Malformed(_field_errors(error.errors))
-    if isinstance(error, logic.Invalid):
-        return wit.Error_Invalid(_field_errors(error.errors))
-    if isinstance(error, logic.Unsupported):
-        return wit.Error_Unsupported(error.message)
-    # A bug in this module, not in the input: still an answer, never a trap.
-    return wit.Error_Malformed([wit.FieldError(path="", message="echo-py: internal error: " + type(error).__name__)])
+GROUP = "python.example.c5c3.io"
+CONFIG_MAP = Kind("", "v1", "ConfigMap", "configmaps")
+MAX_NAME = 63  # the parent's name is also a label value
 
 
-def _call(function, *args):
-    """Runs a logic function; every exception becomes an `Err(error)`."""
-    try:
-        return function(*args)
-    except Err:
-        raise
-    except Exception as error:  # noqa: BLE001 - a trap would mark the module broken
-        raise Err(_to_wit_error(error)) from None
+def validate(parent: JsonObject) -> tuple[list[tuple[str, str]], str, bool]:
+    """Every rule the parent breaks, and the spec's text and shout."""
+    errors, text, shout = [], "", False
+    if len(parent["metadata"]["name"]) > MAX_NAME:
+        errors.append(("metadata.name", f"must be at most {MAX_NAME} characters (it is a label value)"))
+    spec = parent.get("spec")
+    spec = {} if spec is None else spec
+    if not isinstance(spec, dict):
+        return [*errors, ("spec", "must be an object")], text, shout
+    if spec.get("text") is not None and not isinstance(spec["text"], str):
+        errors.append(("spec.text", "must be a string"))
+    if spec.get("shout") is not None and not isinstance(spec["shout"], bool):
+        errors.append(("spec.shout", "must be a boolean"))
+    return errors, spec.get("text") or "", spec.get("shout") or False
 
 
-def _kind(group, version, kind, plural, namespaced):
-    return wit.KindInfo(group=group, version=version, kind=kind, plural=plural, namespaced=namespaced)
+def config_map_name(parent: JsonObject) -> str:
+    return str(parent["metadata"]["name"]) + "-echo"
 
 
-class Reconciler(exports.Reconciler):
-    def manifest(self):
-        return wit.ModuleManifest(
-            name=logic.NAME,
-            version=logic.VERSION,
-            parent=_kind(logic.GROUP, logic.PARENT_VERSION, logic.PARENT_KIND, logic.PARENT_PLURAL, True),
-            crd=logic.CRD,
-            owned=[_kind("", "v1", "ConfigMap", "configmaps", True)],
-            reads=[],
-            field_manager=logic.NAME,
-            event_reporter=logic.NAME,
-        )
+class Echo(Module):
+    manifest = Manifest(
+        name="echo-py",
+        version="0.1.0",
+        parent=Kind(GROUP, "v1", "Echo", "echoes"),
+        # Read when componentize-py imports this file at build time: the component carries the text.
+        crd=read_text(__file__, "crd.yaml"),
+        owned=[CONFIG_MAP],
+        field_manager="echo-py",
+        event_reporter="echo-py",
+    )
 
-    def references(self, parent):
-        return _call(logic.references, parent)
+    def desired(self, parent: JsonObject, ctx: Context) -> list[JsonObject]:
+        errors, text, shout = validate(parent)
+        if errors:
+            raise Invalid(errors)
+        if text == "raise":
+            raise RuntimeError("asked to raise by spec.text")
+        if not text:
+            return []  # the host deletes the ConfigMap
+        name = config_map_name(parent)
+        # The module owns all of data: the keys it does not set go (null removes).
+        current = ctx.owned.get(CONFIG_MAP, name) or {}
+        data = dict.fromkeys(current.get("data") or {})
+        data.update(text=text, echo=text.upper() if shout else text, language="python")
+        labels = {"app.kubernetes.io/managed-by": "echo-py", GROUP + "/echo": parent["metadata"]["name"]}
+        return [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": labels}, "data": data}]
 
-    def desired(self, parent, owned, related):
-        return _call(logic.desired, parent, owned, related)
+    def status(self, parent: JsonObject, ctx: StatusContext) -> JsonObject:
+        status: JsonObject = {"observedGeneration": observed_generation(parent) or 0}
+        current = ctx.owned.get(CONFIG_MAP, config_map_name(parent))
+        echoed = ((current or {}).get("data") or {}).get("echo")
+        if isinstance(echoed, str):
+            status["echoed"] = echoed
+        problem = ctx.problem or describe(validate(parent)[0])
+        if problem:
+            status["problem"] = problem
+        return status
 
-    def status(self, parent, owned, related, now, problem):
-        return _call(logic.status, parent, owned, related, now, problem)
+
+Reconciler = reconciler(Echo())
