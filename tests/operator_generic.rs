@@ -307,6 +307,11 @@ async fn a_module_written_in_python_is_reconciled_by_the_same_host() {
     assert_eq!(shouted.uid(), made.uid(), "updated in place, not recreated");
     status("HELLO").await;
 
+    // A write to WASI's stdout (the host discards it) neither fails the
+    // call nor takes the host down: WASI calls run off the async runtime.
+    set_spec(json!({"text": "print"})).await;
+    configmap(|d| d["echo"] == "print").await;
+
     // Steady state: a reconcile of an unchanged Echo writes nothing.
     let mark = plane.audit_mark().expect("the audit log");
     let reconciled = operator.reconciles("success");

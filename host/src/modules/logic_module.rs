@@ -203,6 +203,8 @@ pub struct LogicModule {
     instance_pre: InstancePre<CallState>,
     reconciler_pre: bindings::LogicModulePre<CallState>,
     manifest: Arc<Manifest>,
+    /// Whether it imports WASI: its calls then run off the async runtime.
+    imports_wasi: bool,
 }
 
 impl std::fmt::Debug for LogicModule {
@@ -312,6 +314,7 @@ impl LogicModule {
             instance_pre,
             reconciler_pre,
             manifest: Arc::new(empty_manifest()),
+            imports_wasi: checked.imports_wasi,
         };
         let manifest = module
             .reconciler()
@@ -378,7 +381,7 @@ impl LogicModule {
     pub fn reconciler(&self) -> CallResult<Reconciler> {
         let mut store = self.engine.store();
         let bindings = self.reconciler_pre.instantiate(&mut store).map_err(|error| failure(&store, error))?;
-        Ok(Reconciler { store, bindings })
+        Ok(Reconciler { store, bindings, imports_wasi: self.imports_wasi })
     }
 }
 
@@ -443,18 +446,35 @@ pub fn failure(store: &Store<CallState>, error: wasmtime::Error) -> CallError {
 pub struct Reconciler {
     store: Store<CallState>,
     bindings: bindings::LogicModule,
+    imports_wasi: bool,
 }
 
 impl Reconciler {
     /// The store, with a fresh deadline: the timeout is per call, even on an
     /// instance that is reused for several.
-    fn call<T, E: Into<LogicError>>(
+    ///
+    /// A module that imports WASI is called on a thread of its own when the
+    /// caller is on a tokio runtime: wasmtime's synchronous WASI blocks on
+    /// the current runtime for some calls (a write to stdout or stderr, a
+    /// poll), which panics inside one.
+    fn call<T: Send, E: Into<LogicError> + Send>(
         &mut self,
-        call: impl FnOnce(&wit::Guest, &mut Store<CallState>) -> wasmtime::Result<Result<T, E>>,
+        call: impl FnOnce(&wit::Guest, &mut Store<CallState>) -> wasmtime::Result<Result<T, E>> + Send,
     ) -> CallResult<T> {
         self.store.set_epoch_deadline(DEADLINE_TICKS);
         let guest = self.bindings.wasm_operator_controller_reconciler().clone();
-        match call(&guest, &mut self.store) {
+        let store = &mut self.store;
+        let answer = if self.imports_wasi && tokio::runtime::Handle::try_current().is_ok() {
+            std::thread::scope(|scope| {
+                scope
+                    .spawn(|| call(&guest, store))
+                    .join()
+                    .unwrap_or_else(|_| Err(wasmtime::Error::msg("the host's thread for this call panicked")))
+            })
+        } else {
+            call(&guest, store)
+        };
+        match answer {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(error)) => Err(CallError::Logic(error.into())),
             Err(error) => Err(failure(&self.store, error)),

@@ -4,8 +4,12 @@
 target/echo-py.wasm with componentize-py.
 
 A test module, so it can misbehave: the text `raise` makes `desired` raise
-an unexpected exception (the component traps; the SDK logs its message).
+an unexpected exception (the component traps; the SDK logs its message),
+and `print` writes to WASI's standard output behind the SDK's back (the
+host discards it and the echo goes on).
 """
+
+import os
 
 from wasm_operator_sdk import (
     Context,
@@ -64,6 +68,8 @@ class Echo(Module):
             raise Invalid(errors)
         if text == "raise":
             raise RuntimeError("asked to raise by spec.text")
+        if text == "print":
+            os.write(1, b"straight to WASI stdout\n")
         if not text:
             return []  # the host deletes the ConfigMap
         name = config_map_name(parent)
