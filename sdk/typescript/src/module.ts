@@ -8,7 +8,7 @@
 
 import { MalformedError, toWitError, type FieldError, type WitError } from "./errors.js";
 import { describeError, setLogWriter, type LogWriter } from "./log.js";
-import { adopt, groupOf, isObject, merge, ObjectSet, prune, type KubeObject } from "./objects.js";
+import { adopt, groupOf, isObject, merge, ObjectSet, prune, replaceAt, replacedPointers, type KubeObject } from "./objects.js";
 
 /** An API kind, with what the host needs to reach it without discovery. */
 export interface KindInfo {
@@ -234,7 +234,9 @@ export function finishDesired(parent: KubeObject, owned: ObjectSet, obj: unknown
   const placed: KubeObject = { ...desired, metadata: { ...metadata, namespace: metadata.namespace ?? namespace } };
   const current = owned.items.find((o) => sameObject(o, placed, namespace));
   const adopted = adopt(parent, current, placed);
-  return current === undefined ? prune(adopted) : merge(current, adopted);
+  if (current === undefined) return prune(adopted);
+  // Fields marked with replacing() are desired's whole, not merged.
+  return replacedPointers(obj).reduce((merged, pointer) => replaceAt(merged, adopted, pointer), merge(current, adopted));
 }
 
 function objectRef(ref: ObjectRef, index: number): WitObjectRef {

@@ -183,6 +183,67 @@ export function merge<T>(current: unknown, desired: T): T {
   return prune(desired);
 }
 
+const REPLACED = Symbol("wasm-operator.replaced");
+
+/**
+ * A copy of `object` (a desired object) marked so the fields at the JSON
+ * pointers (`"/data"`, `"/spec/selector"`) are the module's whole: the glue
+ * puts desired's value there instead of merging it onto the current
+ * object's, so keys the current object has there and the answer lacks are
+ * removed instead of kept (absent in desired: the field is removed). The
+ * mark is a symbol-keyed, non-enumerable property: `JSON.stringify` and the
+ * spread operator leave it out. Calls add up.
+ */
+export function replacing<T extends object>(object: T, ...pointers: string[]): T {
+  for (const pointer of pointers) pointerTokens(pointer);
+  const copy = (Array.isArray(object) ? [...object] : { ...object }) as T;
+  Object.defineProperty(copy, REPLACED, { value: [...replacedPointers(object), ...pointers], enumerable: false });
+  return copy;
+}
+
+/** The pointers `replacing` marked on `object` (none for an unmarked one). */
+export function replacedPointers(object: unknown): readonly string[] {
+  if (typeof object !== "object" || object === null) return [];
+  const marked = (object as { [REPLACED]?: unknown })[REPLACED];
+  return Array.isArray(marked) ? (marked as string[]) : [];
+}
+
+/** A JSON pointer's reference tokens (`/a~1b/c` -> `["a/b", "c"]`); a TypeError unless it starts with `/`. */
+function pointerTokens(pointer: string): string[] {
+  if (!pointer.startsWith("/")) throw new TypeError(`replacing: "${pointer}" is not a JSON pointer (it starts with "/")`);
+  return pointer
+    .slice(1)
+    .split("/")
+    .map((token) => token.replace(/~1/g, "/").replace(/~0/g, "~"));
+}
+
+/**
+ * `merged` (a copy along the path; its arguments are not changed) whose
+ * field at `pointer` is exactly `desired`'s there (pruned), or removed when
+ * desired has none. A path through something that is not an object in
+ * `merged` is left as it is.
+ */
+export function replaceAt<T>(merged: T, desired: unknown, pointer: string): T {
+  const tokens = pointerTokens(pointer);
+  let wanted: unknown = desired;
+  for (const token of tokens) wanted = isObject(wanted) ? wanted[token] : undefined;
+  const set = (node: unknown, depth: number): unknown => {
+    if (!isObject(node)) return node;
+    const key = tokens[depth] as string;
+    const out: Record<string, unknown> = { ...node };
+    if (depth < tokens.length - 1) {
+      if (!Object.prototype.hasOwnProperty.call(node, key)) return node;
+      out[key] = set(node[key], depth + 1);
+    } else if (wanted === undefined || wanted === null) {
+      delete out[key];
+    } else {
+      out[key] = prune(wanted);
+    }
+    return out;
+  };
+  return set(merged, 0) as T;
+}
+
 /**
  * `conditions` with the condition of `type` set: it replaces the one of that
  * type in place (new ones are appended), keeping its `lastTransitionTime`

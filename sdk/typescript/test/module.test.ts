@@ -10,6 +10,7 @@ import {
   invalid,
   log,
   malformed,
+  replacing,
   setLogWriter,
   toWitError,
   unsupported,
@@ -119,6 +120,25 @@ describe("desired", () => {
     const expected = serverDeployment() as any;
     expected.spec.template.spec.containers[0].image = "nginx:1.28";
     assert.deepEqual(JSON.parse(answer!), expected);
+  });
+
+  it("replaces a field marked with replacing() instead of merging it: keys the answer drops are removed", () => {
+    const server = {
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "c", namespace: "default", uid: "cm", resourceVersion: "7", ownerReferences: [ours] },
+      data: { message: "hi", old: "stale" },
+    };
+    const answer = (mark: boolean) => {
+      const cm = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "c" }, data: { message: "hi" } };
+      const [out] = module({ desired: () => [mark ? replacing(cm, "/data") : cm] }).desired(text(parent()), [text(server)], []);
+      return JSON.parse(out!) as KubeObject;
+    };
+    assert.deepEqual(answer(false).data, { message: "hi", old: "stale" }, "merged: the old key stays");
+    assert.deepEqual(answer(true), { ...server, data: { message: "hi" } }, "replaced: the old key goes, the rest is merged");
+    const [fresh] = module({ desired: () => [replacing({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "n" }, data: { a: "1" } }, "/data")] })
+      .desired(text(parent()), [], []);
+    assert.deepEqual((JSON.parse(fresh!) as KubeObject).data, { a: "1" });
   });
 
   it("does not take an owned object of another kind or name", () => {

@@ -11,6 +11,9 @@ import {
   observedGeneration,
   ownerReference,
   prune,
+  replaceAt,
+  replacedPointers,
+  replacing,
   setCondition,
   type Condition,
   type KubeObject,
@@ -161,6 +164,29 @@ describe("merge", () => {
     assert.deepEqual(merged, { fresh: { a: [{ name: "x" }] } });
     (merged.fresh.a[0] as any).v = 1;
     assert.equal(desired.fresh.a[0]!.v, null);
+  });
+});
+
+describe("replacing", () => {
+  it("marks a copy, out of JSON and spreads; the marks add up", () => {
+    const cm = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "c" }, data: { a: "1" } };
+    const marked = replacing(replacing(cm, "/data"), "/binaryData");
+    assert.deepEqual(replacedPointers(marked), ["/data", "/binaryData"]);
+    assert.deepEqual(replacedPointers(cm), [], "the argument is not marked");
+    assert.deepEqual(replacedPointers({ ...marked }), []);
+    assert.equal(JSON.stringify(marked), JSON.stringify(cm));
+    assert.throws(() => replacing(cm, "data"), /not a JSON pointer/);
+  });
+
+  it("replaceAt puts desired's field whole, or removes it, without changing its arguments", () => {
+    const merged = { data: { a: "1", b: "2" }, meta: { x: { y: 1, z: 2 } }, keep: true };
+    const before = clone(merged);
+    assert.deepEqual(replaceAt(merged, { data: { a: "1", n: null } }, "/data"), { data: { a: "1" }, meta: before.meta, keep: true });
+    assert.deepEqual(replaceAt(merged, {}, "/data"), { meta: before.meta, keep: true });
+    assert.deepEqual(replaceAt(merged, { meta: { x: { z: 3 } } }, "/meta/x"), { ...before, meta: { x: { z: 3 } } });
+    assert.deepEqual(replaceAt(merged, { "a/b": 1 }, "/a~1b"), { ...before, "a/b": 1 });
+    assert.deepEqual(replaceAt(merged, { nope: { deeper: 1 } }, "/nope/deeper"), before, "a missing path is left");
+    assert.deepEqual(merged, before);
   });
 });
 
