@@ -11,6 +11,7 @@ import {
   findCondition,
   log,
   observedGeneration,
+  replacing,
   setCondition,
   type Condition,
   type KubeObject,
@@ -46,18 +47,22 @@ export const definition: ModuleDefinition<{{kind}}> = {
 
   // Only the fields this module sets: the SDK adds the namespace and the
   // owner reference, and merges the answer onto the current ConfigMap, so
-  // an unchanged {{kind}} writes nothing.
+  // an unchanged {{kind}} writes nothing. `data` is the module's whole
+  // (replacing): a key it stops answering is removed, not kept by the merge.
   desired(parent) {
     const { message } = validate(parent);
     const name = parent.metadata!.name!;
     log.debug("publishing", JSON.stringify(message), "in ConfigMap", name);
     return [
-      {
-        apiVersion: "v1",
-        kind: "ConfigMap",
-        metadata: { name, labels: { "app.kubernetes.io/managed-by": NAME } },
-        data: { message },
-      },
+      replacing(
+        {
+          apiVersion: "v1",
+          kind: "ConfigMap",
+          metadata: { name, labels: { "app.kubernetes.io/managed-by": NAME } },
+          data: { message },
+        },
+        "/data",
+      ),
     ];
   },
 

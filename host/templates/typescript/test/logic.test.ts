@@ -91,6 +91,12 @@ describe("desired", () => {
     assert.deepEqual(desired(parent({ message: "bye" }), [serverConfigMap()]), [serverConfigMap("bye")]);
   });
 
+  it("owns the ConfigMap's data whole: a key it does not answer is removed", () => {
+    const server = serverConfigMap();
+    server.data = { message: "hi", stale: "from an older version" };
+    assert.deepEqual(desired(parent({ message: "hi" }), [server]), [serverConfigMap()]);
+  });
+
   it("reports an empty message as invalid, naming the field", () => {
     for (const spec of [{ message: "" }, {}, { message: 7 }]) {
       assert.throws(
