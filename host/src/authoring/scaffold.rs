@@ -179,4 +179,30 @@ mod tests {
         let lib = &files.iter().find(|(p, _)| p == "src/lib.rs").expect("src/lib.rs").1;
         assert!(lib.contains("StaticSite") && lib.contains("sites.example.com"), "{lib}");
     }
+
+    #[test]
+    fn a_typescript_project_vendors_the_sdk_and_the_contract_and_fills_placeholders() {
+        let files = scaffold(Language::Typescript).files();
+        let text = |path: &str| &files.iter().find(|(p, _)| p == path).unwrap_or_else(|| panic!("{path}")).1;
+        for wanted in [
+            "Makefile",
+            "package.json",
+            "package-lock.json",
+            "samples/staticsite.yaml",
+            "cases/invalid.yaml",
+            "vendor/wasm-operator-sdk/src/index.ts",
+            "vendor/wasm-operator-sdk/package.json",
+            "wit/controller.wit",
+        ] {
+            text(wanted);
+        }
+        assert!(!files.iter().any(|(p, t)| !p.starts_with("vendor/") && t.contains("{{")), "a placeholder is left");
+        assert!(!files.iter().any(|(p, _)| p.ends_with(".tmpl") || p.contains("node_modules")));
+        // npm ci needs the lockfile's name to be the package's.
+        for file in ["package.json", "package-lock.json"] {
+            assert!(text(file).contains(r#""name": "static-site""#), "{file}");
+        }
+        assert!(text("src/logic.ts").contains("interface StaticSite"));
+        assert!(text("crd.yaml").contains("name: staticsites.sites.example.com"));
+    }
 }
