@@ -205,4 +205,36 @@ mod tests {
         assert!(text("src/logic.ts").contains("interface StaticSite"));
         assert!(text("crd.yaml").contains("name: staticsites.sites.example.com"));
     }
+
+    #[test]
+    fn a_python_project_vendors_the_sdk_without_its_tests_and_fills_placeholders() {
+        let files = scaffold(Language::Python).files();
+        let paths: Vec<&str> = files.iter().map(|(p, _)| p.as_str()).collect();
+        for wanted in [
+            "Makefile",
+            "pyproject.toml",
+            ".gitignore",
+            "requirements.txt",
+            "src/app.py",
+            "src/crd.yaml",
+            "samples/staticsite.yaml",
+            "cases/invalid.yaml",
+            "tests/test_app.py",
+            "vendor/wasm-operator-sdk/pyproject.toml",
+            "vendor/wasm-operator-sdk/src/wasm_operator_sdk/__init__.py",
+            "vendor/wasm-operator-sdk/src/wasm_operator_sdk/py.typed",
+            "wit/controller.wit",
+        ] {
+            assert!(paths.contains(&wanted), "{wanted} in {paths:?}");
+        }
+        assert!(
+            !paths.iter().any(|p| p.ends_with(".tmpl") || p.starts_with("vendor/wasm-operator-sdk/tests")),
+            "{paths:?}"
+        );
+        assert!(!files.iter().any(|(p, t)| !p.starts_with("vendor/") && t.contains("{{")), "a placeholder is left");
+        let app = &files.iter().find(|(p, _)| p == "src/app.py").expect("src/app.py").1;
+        assert!(app.contains(r#"Kind("sites.example.com", "v1", "StaticSite", "staticsites")"#), "{app}");
+        let makefile = &files.iter().find(|(p, _)| p == "Makefile").expect("Makefile").1;
+        assert!(makefile.contains("WASM_OPERATOR ?= wasm-operator") && makefile.contains("target/static-site.wasm"));
+    }
 }

@@ -15,6 +15,9 @@ from wasm_operator_sdk import (
     merge,
     observed_generation,
     owner_reference,
+    replace_at,
+    replaced_pointers,
+    replacing,
     set_condition,
 )
 
@@ -317,3 +320,34 @@ def test_observed_generation_must_be_an_integer(generation):
     with pytest.raises(Malformed) as error:
         observed_generation({"metadata": {"generation": generation}})
     assert error.value.errors[0].path == "metadata.generation"
+
+
+# --- replacing -----------------------------------------------------------------
+
+
+def test_replacing_marks_a_copy():
+    obj = {"kind": "ConfigMap", "data": {"a": "1"}}
+    marked = replacing(obj, "/data")
+    assert marked == obj
+    assert replaced_pointers(marked) == ("/data",)
+    assert replaced_pointers(obj) == ()
+    assert replaced_pointers(replacing(marked, "/binaryData")) == ("/data", "/binaryData")
+    assert json.dumps(marked) == json.dumps(obj)
+
+
+@pytest.mark.parametrize("pointer", ["", "data", 5])
+def test_replacing_needs_a_json_pointer(pointer):
+    with pytest.raises(ValueError, match="JSON pointer"):
+        replacing({}, pointer)
+
+
+def test_replace_at():
+    merged = {"data": {"a": "1", "stale": "x"}, "metadata": {"labels": {"a~b/c": {"k": "v", "old": "o"}}}}
+    replace_at(merged, {"data": {"a": "2", "gone": None}}, "/data")
+    assert merged["data"] == {"a": "2"}
+    replace_at(merged, {"metadata": {"labels": {"a~b/c": {"k": "w"}}}}, "/metadata/labels/a~0b~1c")
+    assert merged["metadata"]["labels"] == {"a~b/c": {"k": "w"}}
+    replace_at(merged, {}, "/data")
+    assert "data" not in merged
+    replace_at(merged, {"spec": {"x": 1}}, "/spec/x")  # nothing holds it: unchanged
+    assert merged == {"metadata": {"labels": {"a~b/c": {"k": "w"}}}}

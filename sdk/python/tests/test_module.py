@@ -21,6 +21,7 @@ from wasm_operator_sdk import (
     module,
     observed_generation,
     read_text,
+    replacing,
     run_desired,
     run_references,
     run_status,
@@ -278,3 +279,41 @@ def test_read_text_reads_beside_the_anchor(tmp_path):
     assert read_text(str(tmp_path / "app.py"), "crd.yaml") == "kind: CustomResourceDefinition\n"
     with pytest.raises(FileNotFoundError):
         read_text(str(tmp_path / "app.py"), "missing.yaml")
+
+
+class Replacing(Site):
+    """Owns the ConfigMap's data whole."""
+
+    def desired(self, parent, ctx):
+        return [replacing(obj, "/data") for obj in super().desired(parent, ctx)]
+
+
+def test_replacing_removes_the_keys_the_answer_drops():
+    server = server_config_map()
+    server["data"]["stale"] = "from an earlier version"
+    [merged] = desired(parent("new"), [server])
+    assert merged["data"] == {"text": "new", "secret": "no", "stale": "from an earlier version"}
+    [replaced] = desired(parent("new"), [server], mod=Replacing())
+    assert replaced["data"] == {"text": "new", "secret": "no"}
+    # Everything else is still merged.
+    assert replaced["metadata"]["resourceVersion"] == "77"
+    assert replaced["metadata"]["labels"] == {"added-by": "someone"}
+
+
+def test_replacing_in_a_steady_state_answers_the_servers_object_exactly():
+    server = server_config_map()
+    [text] = run_desired(Replacing(), parent(), [json.dumps(server)], [])
+    assert json.loads(text) == server
+
+
+def test_replacing_a_member_the_answer_lacks_removes_it():
+    class NoData(Site):
+        def desired(self, parent, ctx):
+            [cm] = super().desired(parent, ctx)
+            del cm["data"]
+            return [replacing(cm, "/data", "/metadata/labels")]
+
+    [cm] = desired(parent(), [server_config_map()], mod=NoData())
+    assert "data" not in cm
+    assert "labels" not in cm["metadata"]
+    assert cm["metadata"]["resourceVersion"] == "77"

@@ -23,6 +23,9 @@ from .helpers import (
     merge,
     observed_generation,
     owner_reference,
+    replace_at,
+    replaced_pointers,
+    replacing,
     set_condition,
 )
 from .jsontext import JsonObject
@@ -68,6 +71,9 @@ __all__ = [
     "owner_reference",
     "read_text",
     "reconciler",
+    "replace_at",
+    "replaced_pointers",
+    "replacing",
     "run_desired",
     "run_references",
     "run_status",

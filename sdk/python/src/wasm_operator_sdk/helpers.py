@@ -141,6 +141,57 @@ def merge(current: Any, desired: Any) -> Any:
     return desired
 
 
+class _Replacing(dict[str, Any]):
+    """A desired object marked by `replacing`: the JSON pointers it owns whole."""
+
+    replaced: tuple[str, ...] = ()
+
+
+def _pointer(pointer: str) -> list[str]:
+    """The member names of a JSON pointer (`/data`, `/spec/a~1b`)."""
+    if not isinstance(pointer, str) or not pointer.startswith("/"):
+        raise ValueError(f"replacing: {pointer!r} is not a JSON pointer to a member (such as '/data')")
+    return [token.replace("~1", "/").replace("~0", "~") for token in pointer[1:].split("/")]
+
+
+def replacing(obj: Mapping[str, Any], *pointers: str) -> JsonObject:
+    """`obj` (a desired object, copied) marked as owning the members at these
+    JSON pointers (`"/data"`) whole: after the merge onto the current object
+    they are exactly `obj`'s, so keys the server (or an earlier version of
+    the module) has there and `obj` lacks are removed instead of kept; a
+    pointer `obj` has no value at removes the member. The same as the Rust
+    SDK's `Object::replacing`."""
+    for pointer in pointers:
+        _pointer(pointer)
+    result = _Replacing(obj)
+    result.replaced = (*replaced_pointers(obj), *pointers)
+    return result
+
+
+def replaced_pointers(obj: Mapping[str, Any]) -> tuple[str, ...]:
+    """The pointers `replacing` marked on `obj` (none for a plain dict)."""
+    return obj.replaced if isinstance(obj, _Replacing) else ()
+
+
+def replace_at(merged: JsonObject, desired: Mapping[str, Any], pointer: str) -> None:
+    """Makes the member of `merged` at `pointer` exactly `desired`'s (removed
+    when `desired` has none there, or None), in place. Nothing happens when
+    `merged` has no object to hold it."""
+    *path, key = _pointer(pointer)
+    slot: Any = merged
+    source: Any = desired
+    for token in path:
+        slot = slot.get(token) if isinstance(slot, dict) else None
+        source = source.get(token) if isinstance(source, Mapping) else None
+    if not isinstance(slot, dict):
+        return
+    value = source.get(key) if isinstance(source, Mapping) else None
+    if value is None:
+        slot.pop(key, None)
+    else:
+        slot[key] = merge(None, value)
+
+
 def set_condition(
     conditions: Iterable[Mapping[str, Any]] | None,
     type: str,

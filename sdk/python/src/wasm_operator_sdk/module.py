@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
 from .errors import Malformed
-from .helpers import adopt, merge
+from .helpers import adopt, merge, replace_at, replaced_pointers
 from .jsontext import JsonObject, dump, parse_object, type_name
 
 
@@ -290,11 +290,16 @@ def run_desired(
     answers = []
     for index, obj in enumerate(module.desired(parent, ctx)):
         obj = _check_desired(index, obj)
+        replaced = replaced_pointers(obj)
         if namespace is not None and obj["metadata"].get("namespace") is None:
             obj = {**obj, "metadata": {**obj["metadata"], "namespace": namespace}}
         existing = current.get(_identity(obj))
         obj = adopt(parent, existing, obj)
-        answers.append(dump(merge(existing, obj) if existing is not None else merge(None, obj)))
+        merged = merge(existing, obj)
+        if existing is not None:
+            for pointer in replaced:
+                replace_at(merged, obj, pointer)
+        answers.append(dump(merged))
     return answers
 
 
