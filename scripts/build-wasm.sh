@@ -53,7 +53,8 @@ else
         -Zbuild-std=std,panic_abort --target-dir "$root/target/wasm" ${features:+--features "$features"})
 fi
 
-# The Memcached module imports nothing; others may import the contract's log.
-allow=()
-if [ "$package" != memcached-logic ]; then allow=(--allow-log); fi
-cargo run --quiet --release -p componentize -- "$core" "$out" "${allow[@]}"
+# `wasm-operator componentize` wraps the core module into a component: the
+# Memcached module must import nothing; others may import the contract's log.
+only=()
+if [ "$package" = memcached-logic ]; then only=(--no-imports); fi
+cargo run --quiet --release -p wasm-operator -- componentize "$core" "$out" "${only[@]}"

@@ -73,7 +73,7 @@ pub fn compute_status(memcached: &Memcached, observed: &Observed<'_>) -> Memcach
         [(AVAILABLE, available), (PROGRESSING, progressing), (DEGRADED, degraded), (READY, ready_condition)]
             .into_iter()
             .map(|(type_, (status, reason, message))| {
-                condition(previous, type_, status, reason, message, generation, &observed.now)
+                wasm_operator_sdk::condition(previous, type_, status, reason, message, generation, &observed.now)
             })
             .collect();
 
@@ -88,28 +88,3 @@ pub fn compute_status(memcached: &Memcached, observed: &Observed<'_>) -> Memcach
     MemcachedStatus { observed_generation: generation, ready_replicas: ready, conditions, server_list }
 }
 
-/// A condition whose lastTransitionTime moves only when its status flips.
-fn condition(
-    previous: &[Condition],
-    type_: &str,
-    status: bool,
-    reason: &str,
-    message: String,
-    generation: Option<i64>,
-    now: &Time,
-) -> Condition {
-    let status = if status { "True" } else { "False" }.to_owned();
-    let last_transition_time = previous
-        .iter()
-        .find(|c| c.type_ == type_ && c.status == status)
-        .map(|c| c.last_transition_time.clone())
-        .unwrap_or_else(|| now.clone());
-    Condition {
-        type_: type_.into(),
-        status,
-        reason: reason.into(),
-        message,
-        observed_generation: generation,
-        last_transition_time,
-    }
-}

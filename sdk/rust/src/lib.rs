@@ -54,7 +54,7 @@ pub mod run {
     pub use crate::reconciler::{desired, references, status};
 }
 
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "component"))]
 #[doc(hidden)]
 pub mod bindings {
     wit_bindgen::generate!({
@@ -67,7 +67,7 @@ pub mod bindings {
 }
 
 /// What `export_reconciler!` expands to; not for direct use.
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "component"))]
 #[doc(hidden)]
 pub mod __private {
     pub use crate::bindings::exports::wasm_operator::controller::reconciler::{
