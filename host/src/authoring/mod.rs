@@ -12,9 +12,11 @@
 //!   and comparing a case, `--update`.
 //! - `diff`: expected against actual, as a unified diff of YAML.
 //! - `command`: the commands' arguments and what they print.
+//! - `dev`: `dev`, a module on a cluster with hot reload (needs one).
 
 pub mod cases;
 pub mod command;
+pub mod dev;
 pub mod diff;
 pub mod documents;
 pub mod offline;
