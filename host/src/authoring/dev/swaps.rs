@@ -58,7 +58,16 @@ impl Line {
         match field.name() {
             "message" => self.message = value,
             name if LEFT_OUT.contains(&name) => {}
-            name => self.fields.push(format!("{name}={value}")),
+            _ if value == "[]" => {}
+            name => self.fields.push(format!("{name}={}", short_digest(&value))),
         }
+    }
+}
+
+/// `sha256:` and 12 hex digits, enough to tell versions apart.
+fn short_digest(value: &str) -> &str {
+    match value.strip_prefix("sha256:") {
+        Some(hex) if hex.len() > 12 => &value[..7 + 12],
+        _ => value,
     }
 }
