@@ -150,7 +150,7 @@ impl Printer<'_> {
                         object
                     })
                     .collect();
-                objects.sort_by_key(|object| summary::name_of(object));
+                objects.sort_by_key(summary::name_of);
                 Some(objects)
             }
             Err(error) => {
