@@ -129,7 +129,11 @@ async fn dev(
     let outcome = tokio::select! {
         result = &mut operator => {
             result?;
-            bail!("the operator stopped");
+            if !*stop.borrow() {
+                bail!("the operator stopped");
+            }
+            // Ctrl-C stopped it before the printing saw it.
+            return Ok(ExitCode::SUCCESS);
         }
         outcome = &mut watcher => outcome,
     };

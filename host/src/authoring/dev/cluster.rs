@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
-use kube::discovery::{self, Scope};
+use kube::discovery::{self, ApiCapabilities, ApiResource, Scope};
 use serde_json::Value;
 
 use super::FIELD_MANAGER;
@@ -88,8 +88,28 @@ pub async fn install_crd(client: &kube::Client, manifest: &Manifest) -> Result<(
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+    // Discovery serves the kind a moment after the CRD is established.
+    let parent = &manifest.parent;
+    let gvk = GroupVersionKind::gvk(&parent.group, &parent.version, &parent.kind);
+    served(client, &gvk).await.with_context(|| format!("the CRD {name} is established, but"))?;
     eprintln!("dev: CRD {name} applied");
     Ok(())
+}
+
+/// The resource of `gvk` as the API server's discovery serves it, asked
+/// again for up to 30 s (a new CRD's kind takes a moment to appear).
+async fn served(client: &kube::Client, gvk: &GroupVersionKind) -> Result<(ApiResource, ApiCapabilities)> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match discovery::pinned_kind(client, gvk).await {
+            Ok(found) => return Ok(found),
+            Err(error) if Instant::now() > deadline => {
+                return Err(error)
+                    .with_context(|| format!("the cluster does not serve {}/{} {}", gvk.group, gvk.version, gvk.kind));
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(250)).await,
+        }
+    }
 }
 
 /// A sample as applied: its kind and where it is.
@@ -114,9 +134,7 @@ pub async fn apply_samples(client: &kube::Client, samples: &[Value], namespace: 
         let name = sample.pointer("/metadata/name").and_then(Value::as_str).context(format!("{described}: no name"))?;
         let (group, version) = api_version.rsplit_once('/').unwrap_or(("", &api_version));
         let gvk = GroupVersionKind::gvk(group, version, &kind);
-        let (resource, capabilities) = discovery::pinned_kind(client, &gvk)
-            .await
-            .with_context(|| format!("{described}: the cluster does not serve {api_version} {kind}"))?;
+        let (resource, capabilities) = served(client, &gvk).await.with_context(|| described.clone())?;
         let (api, namespace) = if capabilities.scope == Scope::Namespaced {
             let namespace =
                 sample.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or(&default_namespace).to_owned();
