@@ -14,7 +14,8 @@ use super::documents;
 use super::render::{self, read_objects};
 use crate::cli::{self, ModuleArgs};
 
-/// Commands for writing a module: no cluster needed.
+/// Commands for writing a module: `render` and `test` need no cluster;
+/// `dev` runs the module on one.
 #[derive(Subcommand)]
 pub enum AuthoringCommand {
     /// Print what the operator would write for each parent in a file: the
