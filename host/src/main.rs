@@ -5,7 +5,7 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use wasm_operator::authoring::AuthoringCommand;
+use wasm_operator::authoring::{AuthoringCommand, ProjectCommand};
 use wasm_operator::cli::{self, Flavor, HostCommand, ModuleArgs};
 
 const FLAVOR: Flavor = Flavor { binary: "wasm-operator", builtin: None };
@@ -30,6 +30,9 @@ enum Command {
     /// Writing a module: render and test (no cluster needed), dev (a cluster, hot reload).
     #[command(flatten)]
     Authoring(AuthoringCommand),
+    /// Starting and building a module project: new, componentize.
+    #[command(flatten)]
+    Project(ProjectCommand),
 }
 
 fn main() -> ExitCode {
@@ -37,5 +40,6 @@ fn main() -> ExitCode {
     cli::exit(match cli.command {
         Command::Host(command) => command.execute(&FLAVOR, &cli.modules),
         Command::Authoring(command) => command.execute(&cli.modules),
+        Command::Project(command) => command.execute(),
     })
 }
