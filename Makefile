@@ -227,7 +227,10 @@ bench: $(WASM)
 ## Ready, prints what it created, the Pods' addresses and the status, runs until Ctrl-C
 ## (RUN_ONCE=1 exits after printing). With KUBECONFIG: installs the CRD there
 ## and runs the operator against it. See scripts/run-local.sh for the knobs.
-run: $(OPERATOR) $(CONTROL_PLANE)
+## MODULE=path/to/module.wasm [SAMPLES="files or folders"]: the same cluster, then
+## `wasm-operator dev` on that module (its CRD, the samples, status, objects and events
+## as they change; replace the file to hot-swap it), instead of Memcached.
+run: $(if $(MODULE),$(HOST),$(OPERATOR)) $(CONTROL_PLANE)
 	@bash scripts/run-local.sh
 
 ## render-samples: print every object the operator would own for each sample (no cluster)

@@ -16,12 +16,21 @@
 # With KUBECONFIG set (or ~/.kube/config present):
 #   installs the Memcached CRD there with `kubectl apply` and runs the
 #   operator in the foreground against that cluster; applies nothing else.
+# With MODULE=path/to/module.wasm (any logic module, `make run MODULE=...`):
+#   the same cluster (the local control plane in its pods mode, else the
+#   kubeconfig's), then `wasm-operator --module MODULE dev` on it in the
+#   foreground: it installs the module's CRD, runs the host on the file
+#   (replace the file and the new version is verified and swapped in),
+#   applies SAMPLES (files or folders) and prints the parents' status, the
+#   objects they own and their events as they change, until Ctrl-C.
 #
 # Knobs (environment):
 #   RUN_ONCE=1         exit after printing (local control plane only; used by tests)
 #   LOCAL_CLUSTER=1    use the local control plane even when a kubeconfig exists
 #   RUN_DIR            working folder for the local control plane (default target/run)
-#   SAMPLES            samples to apply, names under deploy/samples (default "minimal everything")
+#   SAMPLES            samples to apply, names under deploy/samples (default "minimal everything");
+#                      with MODULE: files or folders (YAML or JSON), space-separated (default none)
+#   MODULE             a logic module file: run it with `wasm-operator dev` instead of Memcached
 #   METRICS_ADDRESS    operator --metrics-bind-address (default 127.0.0.1:0, a free port), plain
 #                      HTTP (--metrics-secure=false; OPERATOR_ARGS=--metrics-secure=true for HTTPS)
 #   HEALTH_ADDRESS     operator --health-probe-bind-address (default 127.0.0.1:0)
@@ -30,10 +39,12 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CALLER_DIR="$PWD"
 cd "$ROOT"
 OPERATOR="$ROOT/target/release/memcached-operator"
 CONTROL_PLANE="$ROOT/target/release/control-plane"
 RUN_DIR="${RUN_DIR:-$ROOT/target/run}"
+SAMPLES_SET_BY_USER="${SAMPLES:+1}"
 SAMPLES="${SAMPLES:-minimal everything}"
 METRICS_ADDRESS="${METRICS_ADDRESS:-127.0.0.1:0}"
 HEALTH_ADDRESS="${HEALTH_ADDRESS:-127.0.0.1:0}"
@@ -48,7 +59,26 @@ else
 fi
 die() { log "error: $*"; exit 1; }
 
-[ -x "$OPERATOR" ] || die "$OPERATOR is missing; \`make run\` builds it"
+# MODULE mode: `wasm-operator dev` on the module, its samples as paths (from
+# where the script was started).
+HOST="$ROOT/target/release/wasm-operator"
+MODULE="${MODULE:-}"
+DEV_ARGS=()
+if [ -n "$MODULE" ]; then
+  absolute() { case "$1" in /*) printf '%s\n' "$1" ;; *) printf '%s\n' "$CALLER_DIR/$1" ;; esac; }
+  [ -x "$HOST" ] || die "$HOST is missing; \`make run MODULE=...\` builds it"
+  MODULE="$(absolute "$MODULE")"
+  [ -f "$MODULE" ] || die "no module file $MODULE"
+  for sample in ${SAMPLES_SET_BY_USER:+$SAMPLES}; do
+    sample="$(absolute "$sample")"
+    [ -e "$sample" ] || die "no sample $sample"
+    DEV_ARGS+=(-f "$sample")
+  done
+  [ "${RUN_ONCE:-}" = 1 ] && DEV_ARGS+=(--once --timeout "${CONVERGE_TIMEOUT}s")
+  DEV_ARGS+=(--metrics-bind-address "$METRICS_ADDRESS" --health-probe-bind-address "$HEALTH_ADDRESS")
+else
+  [ -x "$OPERATOR" ] || die "$OPERATOR is missing; \`make run\` builds it"
+fi
 
 # ---------------------------------------------------------------------------
 # An existing cluster: install the CRD, run the operator in the foreground.
@@ -61,6 +91,11 @@ if [ "${LOCAL_CLUSTER:-}" != 1 ] && { [ -n "${KUBECONFIG:-}" ] || [ -f "$HOME/.k
   fi
   context="$("$KUBECTL" config current-context 2>/dev/null || echo '?')"
   log "using the cluster from ${KUBECONFIG:-$HOME/.kube/config} (context $context)"
+  if [ -n "$MODULE" ]; then
+    log "wasm-operator dev on $MODULE (Ctrl-C stops it)"
+    # shellcheck disable=SC2086 # OPERATOR_ARGS is a list of flags
+    exec "$HOST" --module "$MODULE" dev "${DEV_ARGS[@]}" ${OPERATOR_ARGS:-}
+  fi
   log "installing the Memcached CRD there: kubectl apply -f deploy/crd/"
   "$KUBECTL" apply --server-side --field-manager memcached-operator-make-run -f deploy/crd/
   "$KUBECTL" wait --for condition=established --timeout 60s crd/memcacheds.memcached.c5c3.io >/dev/null
@@ -150,6 +185,20 @@ done
 [ -f "$RUN_DIR/kubeconfig" ] || { tail -n 30 "$RUN_DIR/control-plane.log" >&2; die "the control plane was not up in 120 s"; }
 export KUBECONFIG="$RUN_DIR/kubeconfig"
 kubectl() { "$KUBECTL" "$@"; }
+
+if [ -n "$MODULE" ]; then
+  log "wasm-operator dev on $MODULE as the cluster admin (Ctrl-C stops it and the control plane)"
+  log "  export KUBECONFIG=$KUBECONFIG  # for kubectl ($KUBECTL) beside it"
+  # shellcheck disable=SC2086 # OPERATOR_ARGS is a list of flags
+  "$HOST" --module "$MODULE" dev "${DEV_ARGS[@]}" ${OPERATOR_ARGS:-} &
+  OPERATOR_PID=$!
+  echo "$OPERATOR_PID" >>"$PIDS_FILE"
+  echo "dev pid $OPERATOR_PID"
+  status=0
+  wait "$OPERATOR_PID" || status=$?
+  OPERATOR_PID=""
+  exit "$status"
+fi
 
 log "installing the CRDs (deploy/crd/, and tests/crds/ for ServiceMonitor)"
 kubectl apply --server-side -f deploy/crd/ -f tests/crds/ >/dev/null

@@ -322,7 +322,7 @@ pub enum LogFormat {
     Text,
 }
 
-fn parse_duration(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let duration: jiff::SignedDuration = text.parse().map_err(|e| format!("{text:?} is not a duration: {e}"))?;
     Duration::try_from(duration).map_err(|e| format!("{text:?}: {e}"))
 }
@@ -454,13 +454,18 @@ pub fn push_command(file: &std::path::Path, reference: &str, registry: &Registry
 pub fn run_command(flavor: &Flavor, module_args: &ModuleArgs, args: RunArgs) -> Result<ExitCode> {
     crate::allocator::tune_for_a_long_running_process();
     init_logging(args.log_format);
-    let engine = ModuleEngine::compiling_out_of_process(args.compile.options()?)
-        .map_err(|e| anyhow::anyhow!("setting up wasmtime: {e:#}"))?;
+    let engine = run_engine(&args)?;
     let modules = load_modules(&engine, flavor, module_args)?;
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
-    runtime.block_on(run_operator(flavor, modules, args, module_args.allow_precompiled))?;
+    runtime.block_on(run_operator(flavor, modules, args, module_args.allow_precompiled, shutdown_signal()))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The engine `run` loads modules on: every compile in a child process.
+pub fn run_engine(args: &RunArgs) -> Result<ModuleEngine> {
+    ModuleEngine::compiling_out_of_process(args.compile.options()?)
+        .map_err(|e| anyhow::anyhow!("setting up wasmtime: {e:#}"))
 }
 
 fn init_logging(format: LogFormat) {
@@ -473,11 +478,14 @@ fn init_logging(format: LogFormat) {
     }
 }
 
-async fn run_operator(
+/// `run`'s operator on `modules` until `shutdown` (`wasm-operator dev` runs
+/// it too, with its own shutdown).
+pub async fn run_operator(
     flavor: &Flavor,
     modules: Vec<LogicModule>,
     args: RunArgs,
     allow_precompiled: bool,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
     if !args.metrics_secure && args.metrics_cert_dir.is_some() {
         bail!("--metrics-cert-dir needs --metrics-secure=true (plain HTTP uses no certificate)");
@@ -531,7 +539,7 @@ async fn run_operator(
             _ => ModuleSlot::new(module),
         })
         .collect();
-    operator::run(client, slots, metrics, options, shutdown_signal()).await.context("the operator stopped")
+    operator::run(client, slots, metrics, options, shutdown).await.context("the operator stopped")
 }
 
 /// This replica's name in the Lease: the pod's name in a cluster, else
@@ -548,7 +556,7 @@ fn identity() -> String {
 }
 
 /// SIGTERM (kubelet) or SIGINT (a terminal).
-async fn shutdown_signal() {
+pub async fn shutdown_signal() {
     let terminate = async {
         match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
             Ok(mut signal) => {

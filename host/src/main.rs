@@ -27,7 +27,7 @@ struct Cli {
 enum Command {
     #[command(flatten)]
     Host(HostCommand),
-    /// Writing a module: render and test, no cluster needed.
+    /// Writing a module: render and test (no cluster needed), dev (a cluster, hot reload).
     #[command(flatten)]
     Authoring(AuthoringCommand),
     /// Starting and building a module project: new, componentize.

@@ -1,5 +1,6 @@
 //! The authoring commands' arguments and what they print: `render` and
-//! `test`. The work is in `render.rs`, `cases.rs` and `offline.rs`.
+//! `test`. The work is in `render.rs`, `cases.rs` and `offline.rs`; `dev`'s
+//! in `dev.rs`.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -13,7 +14,8 @@ use super::documents;
 use super::render::{self, read_objects};
 use crate::cli::{self, ModuleArgs};
 
-/// Commands for writing a module: no cluster needed.
+/// Commands for writing a module: `render` and `test` need no cluster;
+/// `dev` runs the module on one.
 #[derive(Subcommand)]
 pub enum AuthoringCommand {
     /// Print what the operator would write for each parent in a file: the
@@ -66,6 +68,27 @@ pub enum AuthoringCommand {
         about = "Run golden cases (YAML: parent, objects, expected answer) against a module; a diff per failure"
     )]
     Test(TestArgs),
+    /// Run a module on the cluster kubectl would use (KUBECONFIG), as you
+    /// write it: install its CRD (server-side apply), run the host on the
+    /// module file exactly as `run` does (the file is watched: a rebuild
+    /// that replaces it is verified and swapped in), apply the samples, and
+    /// print as they change the parents' status, the objects they own, the
+    /// events about them and the swaps (`swap: ...`). The module's own log
+    /// lines and the host's go to stderr. Until Ctrl-C; --once exits when
+    /// the samples converged. Needs the kubeconfig user's rights to do all
+    /// that (a local cluster's admin).
+    ///
+    ///   wasm-operator --module target/greeting.wasm dev -f samples/
+    ///   make run MODULE=target/greeting.wasm SAMPLES=samples/  # on a local control plane
+    ///
+    /// Takes every `run` flag; the defaults differ for one local process:
+    /// --leader-elect=false, --metrics-secure=false, metrics and probes on
+    /// free ports of 127.0.0.1, --log-format text.
+    #[command(
+        verbatim_doc_comment,
+        about = "Run a module on a (local) cluster with hot reload: CRD, samples, then status, objects and events as they change"
+    )]
+    Dev(Box<super::dev::DevArgs>),
 }
 
 #[derive(Args)]
@@ -108,10 +131,17 @@ pub enum Format {
 
 impl AuthoringCommand {
     pub fn execute(self, modules: &ModuleArgs) -> Result<ExitCode> {
-        init_logging();
         match self {
-            AuthoringCommand::Render(args) => render_command(modules, args),
-            AuthoringCommand::Test(args) => test_command(modules, args),
+            AuthoringCommand::Render(args) => {
+                init_logging();
+                render_command(modules, args)
+            }
+            AuthoringCommand::Test(args) => {
+                init_logging();
+                test_command(modules, args)
+            }
+            // Its own logging: the swaps are printed among the objects.
+            AuthoringCommand::Dev(args) => super::dev::dev_command(modules, *args),
         }
     }
 }

@@ -12,6 +12,7 @@
 //!   and comparing a case, `--update`.
 //! - `diff`: expected against actual, as a unified diff of YAML.
 //! - `command`: the commands' arguments and what they print.
+//! - `dev`: `dev`, a module on a cluster with hot reload (needs one).
 //! - `scaffold`: `new`, a module project from the embedded templates and SDK.
 //! - `componentize`: a Rust module's core wasm into a component.
 //! - `project_command`: the arguments of `new` and `componentize`.
@@ -19,6 +20,7 @@
 pub mod cases;
 pub mod command;
 pub mod componentize;
+pub mod dev;
 pub mod diff;
 pub mod documents;
 pub mod offline;

@@ -7,8 +7,12 @@
 //! - with KUBECONFIG set it installs the CRD in that cluster and runs the
 //!   operator against it until SIGTERM.
 //!
-//! Both need target/release/memcached-operator and target/release/control-plane
-//! (`make test` builds them first).
+//! - with MODULE=target/greeting.wasm it runs `wasm-operator dev` on that
+//!   module on its control plane instead (`make run MODULE=...`).
+//!
+//! They need target/release/memcached-operator and target/release/control-plane
+//! (and for MODULE target/release/wasm-operator and target/greeting.wasm;
+//! `make test` builds them first).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -203,6 +207,64 @@ fn assert_nothing_left(stdout: &str, run_dir: &Path, context: &str) {
     assert!(!run_dir.join("kubeconfig").exists(), "the kubeconfig outlived the control plane\n{context}");
     assert!(!run_dir.join("pids").exists(), "the pid file outlived the run\n{context}");
     assert!(run_dir.join("operator.log").is_file(), "no operator log\n{context}");
+}
+
+/// `make run MODULE=... SAMPLES=...`: the local control plane, then
+/// `wasm-operator dev` on that module (RUN_ONCE=1 gives it --once).
+#[test]
+fn with_a_module_it_runs_wasm_operator_dev_on_the_local_control_plane() {
+    require_binaries();
+    for built in ["target/release/wasm-operator", "target/greeting.wasm"] {
+        assert!(root().join(built).is_file(), "{built} is missing (make test builds it)");
+    }
+    let run_dir = scratch_dir("run-local-module");
+    let samples = scratch_dir("run-local-module-samples");
+    std::fs::create_dir_all(&samples).expect("a samples folder");
+    std::fs::write(
+        samples.join("hello.yaml"),
+        "apiVersion: example.c5c3.io/v1\nkind: Greeting\nmetadata: {name: hello}\nspec: {message: hi}\n",
+    )
+    .expect("a sample");
+    let mut child = spawn_script(
+        &[
+            ("RUN_ONCE", "1"),
+            ("LOCAL_CLUSTER", "1"),
+            ("RUN_DIR", run_dir.to_str().expect("utf-8 path")),
+            ("MODULE", "target/greeting.wasm"),
+            ("SAMPLES", samples.to_str().expect("utf-8 path")),
+        ],
+        &["KUBECONFIG"],
+    );
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+    let out = std::thread::spawn(move || read_all(stdout));
+    let err = std::thread::spawn(move || read_all(stderr));
+    let status = wait_with_timeout(&mut child, Duration::from_secs(300), "scripts/run-local.sh with MODULE");
+    let stdout = out.join().expect("stdout reader");
+    let stderr = err.join().expect("stderr reader");
+    let context = format!("exit {status}\n--- stdout\n{stdout}\n--- stderr\n{stderr}");
+    assert!(status.success(), "{context}");
+    for expected in [
+        "ConfigMap default/hello (of Greeting hello): data {message: hi}",
+        "phase: Published in ConfigMap hello",
+        "event Normal Created Greeting default/hello: Created ConfigMap hello",
+        "converged",
+    ] {
+        assert!(stdout.contains(expected), "{expected:?} not printed\n{context}");
+    }
+    // Nothing left behind.
+    let dev = pid_after(&stdout, "dev pid ");
+    let plane = pid_after(&stdout, "control plane pid ");
+    let left: Vec<(u32, String)> = processes()
+        .into_iter()
+        .filter(|(pid, cmd)| {
+            (*pid == dev && cmd.contains("wasm-operator")) || (*pid == plane && cmd.contains("control-plane"))
+        })
+        .collect();
+    assert!(left.is_empty(), "processes left behind: {left:?}\n{context}");
+    assert!(!run_dir.join("pids").exists(), "the pid file outlived the run\n{context}");
+    let _ = std::fs::remove_dir_all(&run_dir);
+    let _ = std::fs::remove_dir_all(&samples);
 }
 
 #[test]
