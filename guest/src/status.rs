@@ -87,4 +87,3 @@ pub fn compute_status(memcached: &Memcached, observed: &Observed<'_>) -> Memcach
 
     MemcachedStatus { observed_generation: generation, ready_replicas: ready, conditions, server_list }
 }
-

@@ -26,7 +26,7 @@
 //! export_reconciler!(Sites);
 //! ```
 //!
-//! [wasm-operator]: https://github.com/c5c3/memcached-operator
+//! [wasm-operator]: https://github.com/c5c3
 
 mod conditions;
 mod error;

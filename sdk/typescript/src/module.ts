@@ -24,7 +24,7 @@ export interface KindInfo {
 
 /** What the host reads once when it loads the module. */
 export interface Manifest {
-  /** The module's name (`memcached`): metric labels, logs. */
+  /** The module's name (`static-site`): metric labels, logs. */
   name: string;
   /** The module's own version (semver). */
   version: string;
