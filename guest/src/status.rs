@@ -2,7 +2,7 @@
 //! the current Deployment and which referenced Secrets exist.
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::api::{Memcached, MemcachedStatus};
 use crate::builders::ports;
