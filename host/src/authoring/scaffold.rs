@@ -25,7 +25,8 @@ impl Language {
     }
 }
 
-/// What the project is for: the placeholders of the templates.
+/// The project to write: its language, and the values that fill the
+/// templates' placeholders (`{{name}}`, `{{group}}`, `{{kind}}`, ...).
 #[derive(Clone, Debug)]
 pub struct Scaffold {
     pub name: String,
@@ -137,6 +138,17 @@ impl Scaffold {
 mod tests {
     use super::*;
 
+    /// Every placeholder in the project's own files (not the vendored SDK,
+    /// which has none to fill) was replaced, in paths and contents.
+    fn assert_filled(files: &[(String, String)]) {
+        let left: Vec<&str> = files
+            .iter()
+            .filter(|(path, text)| !path.starts_with("vendor/") && (path.contains("{{") || text.contains("{{")))
+            .map(|(path, _)| path.as_str())
+            .collect();
+        assert!(left.is_empty(), "placeholders left in {left:?}");
+    }
+
     fn scaffold(language: Language) -> Scaffold {
         Scaffold {
             name: "static-site".into(),
@@ -175,7 +187,7 @@ mod tests {
         ] {
             assert!(paths.contains(&wanted), "{wanted} in {paths:?}");
         }
-        assert!(!files.iter().any(|(p, t)| !p.starts_with("vendor/") && t.contains("{{")), "a placeholder is left");
+        assert_filled(&files);
         let lib = &files.iter().find(|(p, _)| p == "src/lib.rs").expect("src/lib.rs").1;
         assert!(lib.contains("StaticSite") && lib.contains("sites.example.com"), "{lib}");
     }
@@ -196,7 +208,7 @@ mod tests {
         ] {
             text(wanted);
         }
-        assert!(!files.iter().any(|(p, t)| !p.starts_with("vendor/") && t.contains("{{")), "a placeholder is left");
+        assert_filled(&files);
         assert!(!files.iter().any(|(p, _)| p.ends_with(".tmpl") || p.contains("node_modules")));
         // npm ci needs the lockfile's name to be the package's.
         for file in ["package.json", "package-lock.json"] {
@@ -231,7 +243,7 @@ mod tests {
             !paths.iter().any(|p| p.ends_with(".tmpl") || p.starts_with("vendor/wasm-operator-sdk/tests")),
             "{paths:?}"
         );
-        assert!(!files.iter().any(|(p, t)| !p.starts_with("vendor/") && t.contains("{{")), "a placeholder is left");
+        assert_filled(&files);
         let app = &files.iter().find(|(p, _)| p == "src/app.py").expect("src/app.py").1;
         assert!(app.contains(r#"Kind("sites.example.com", "v1", "StaticSite", "staticsites")"#), "{app}");
         let makefile = &files.iter().find(|(p, _)| p == "Makefile").expect("Makefile").1;

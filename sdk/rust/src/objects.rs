@@ -67,7 +67,8 @@ fn named(object: &Value, name: &str) -> bool {
 }
 
 fn typed<K: DeserializeOwned>(object: &Value) -> Option<K> {
-    match serde_json::from_value(object.clone()) {
+    // Read from the borrowed value: no copy of the object per lookup.
+    match K::deserialize(object) {
         Ok(value) => Some(value),
         Err(error) => {
             crate::log::warn(format!("an object did not read as {}: {error}", std::any::type_name::<K>()));

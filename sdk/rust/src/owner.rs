@@ -4,6 +4,7 @@
 //! refused, never taken over.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::Error;
@@ -31,7 +32,7 @@ pub fn adopt(parent: &Value, current: Option<&Value>, desired: &mut Value) -> Re
     let references = |object: &Value| -> Vec<OwnerReference> {
         object
             .pointer("/metadata/ownerReferences")
-            .and_then(|list| serde_json::from_value(list.clone()).ok())
+            .and_then(|list| Vec::<OwnerReference>::deserialize(list).ok())
             .unwrap_or_default()
     };
     let mut kept: Vec<OwnerReference> = Vec::new();
