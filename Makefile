@@ -36,7 +36,15 @@ TS_SDK_SOURCES := $(wildcard $(TS_SDK)/src/*.ts) $(addprefix $(TS_SDK)/,package.
 TS_MODULE_DIR := tests/modules/notice-ts
 TS_MODULE := target/notice-ts.wasm
 TS_MODULE_SOURCES := $(wildcard $(TS_MODULE_DIR)/src/*.ts) $(addprefix $(TS_MODULE_DIR)/,crd.yaml package.json package-lock.json)
-TEST_MODULES := $(TEST_MODULE) $(TEST_MODULE_VARIANTS) $(PY_MODULE) $(TS_MODULE)
+# The StaticSite example (examples/static-site): the same module in Rust,
+# TypeScript and Python, held to the same golden cases and sample
+# (tests/static_site.rs).
+STATIC_SITE := examples/static-site
+STATIC_SITE_RUST := target/static-site-rust.wasm
+STATIC_SITE_TS := target/static-site-ts.wasm
+STATIC_SITE_PY := target/static-site-py.wasm
+STATIC_SITE_MODULES := $(STATIC_SITE_RUST) $(STATIC_SITE_TS) $(STATIC_SITE_PY)
+TEST_MODULES := $(TEST_MODULE) $(TEST_MODULE_VARIANTS) $(PY_MODULE) $(TS_MODULE) $(STATIC_SITE_MODULES)
 
 .PHONY: all build wasm test manifests bench bench-e2e bench-swap bench-compile run render-samples envtest clean
 .PHONY: playground playground-serve test-embeddings test-browser test-python-module test-typescript lint test-authoring
@@ -79,16 +87,29 @@ $(PY_MODULE): $(PY_MODULE_SOURCES) wit/controller/controller.wit scripts/build-p
 $(TS_MODULE): $(TS_MODULE_SOURCES) $(TS_SDK_SOURCES) wit/controller/controller.wit scripts/build-typescript-module.sh
 	bash scripts/build-typescript-module.sh $(TS_MODULE_DIR) $@
 
+$(STATIC_SITE_RUST): $(shell find $(STATIC_SITE)/rust/src -type f) $(STATIC_SITE)/rust/Cargo.toml $(SDK_RUST_SOURCES) scripts/build-wasm.sh
+	bash scripts/build-wasm.sh $(STATIC_SITE)/rust static-site $@
+
+$(STATIC_SITE_TS): $(wildcard $(STATIC_SITE)/typescript/src/*.ts) $(addprefix $(STATIC_SITE)/typescript/,crd.yaml package.json package-lock.json) \
+		$(TS_SDK_SOURCES) wit/controller/controller.wit scripts/build-typescript-module.sh
+	bash scripts/build-typescript-module.sh $(STATIC_SITE)/typescript $@
+
+$(STATIC_SITE_PY): $(wildcard $(STATIC_SITE)/python/*.py) $(STATIC_SITE)/python/crd.yaml $(PY_SDK_SOURCES) \
+		wit/controller/controller.wit scripts/build-python-module.sh
+	bash scripts/build-python-module.sh $(STATIC_SITE)/python $@
+
 ## test-typescript: the TypeScript SDK's and the Notice module's unit tests and linters (tsc strict, eslint);
 ## the module's tests also run the built component under Node (jco)
-test-typescript: $(TS_MODULE)
+test-typescript: $(TS_MODULE) $(STATIC_SITE_TS)
 	cd $(TS_SDK) && npm run --silent lint && npm test
 	cd $(TS_MODULE_DIR) && npm run --silent lint && npm test
+	cd $(STATIC_SITE)/typescript && npm run --silent lint && npm test
 
-## test-python-module: the Echo module's logic and WIT adapter under CPython
+## test-python-module: the Echo and StaticSite modules' logic and WIT adapter under CPython
 # (No bytecode: componentize-py bundles every file of the module's and the SDK's folders.)
-test-python-module: $(PY_MODULE)
+test-python-module: $(PY_MODULE) $(STATIC_SITE_PY)
 	PYTHONDONTWRITEBYTECODE=1 target/venv-componentize/bin/python -m pytest -q -p no:cacheprovider tests/modules/echo-py
+	PYTHONDONTWRITEBYTECODE=1 target/venv-componentize/bin/python -m pytest -q -p no:cacheprovider $(STATIC_SITE)/python
 
 ## test-python-sdk: the Python SDK's unit tests (helpers, errors, the glue on plain texts and on the
 ## bindings componentize-py generates), then its linters
@@ -96,13 +117,16 @@ test-python-sdk: $(PY_SDK_DEPS)
 	cd sdk/python && PYTHONDONTWRITEBYTECODE=1 ../../$(PY_SDK_VENV)/bin/python -m pytest -q
 	$(MAKE) --no-print-directory lint-python
 
-## lint-python: ruff (lint and format) and mypy --strict on the Python SDK and the Echo module
+## lint-python: ruff (lint and format) and mypy --strict on the Python SDK, the Echo and the StaticSite modules
 lint-python: $(PY_SDK_DEPS)
 	cd sdk/python && ../../$(PY_SDK_VENV)/bin/ruff check --no-cache . && ../../$(PY_SDK_VENV)/bin/ruff format --no-cache --check .
 	cd sdk/python && ../../$(PY_SDK_VENV)/bin/mypy --cache-dir ../../target/mypy-cache -p wasm_operator_sdk
 	$(PY_SDK_VENV)/bin/ruff check --no-cache --config sdk/python/pyproject.toml tests/modules/echo-py
 	$(PY_SDK_VENV)/bin/ruff format --no-cache --check --config sdk/python/pyproject.toml tests/modules/echo-py
 	cd tests/modules/echo-py && MYPYPATH=../../../sdk/python/src ../../../$(PY_SDK_VENV)/bin/mypy --strict --cache-dir ../../../target/mypy-cache app.py
+	$(PY_SDK_VENV)/bin/ruff check --no-cache --config sdk/python/pyproject.toml $(STATIC_SITE)/python
+	$(PY_SDK_VENV)/bin/ruff format --no-cache --check --config sdk/python/pyproject.toml $(STATIC_SITE)/python
+	cd $(STATIC_SITE)/python && MYPYPATH=../../../sdk/python/src ../../../$(PY_SDK_VENV)/bin/mypy --strict --cache-dir ../../../target/mypy-cache app.py
 
 $(PY_SDK_DEPS): sdk/python/requirements-dev.txt
 	python3 -m venv $(PY_SDK_VENV)
@@ -217,8 +241,9 @@ manifests:
 	$(CARGO) run --quiet --release -p memcached-logic --example crd > $(CRD).tmp
 	mv $(CRD).tmp $(CRD)
 
-## bench: desired state natively vs in the component (criterion); prints a table
-bench: $(WASM)
+## bench: desired state natively vs in the component (criterion); prints a table, then the resident
+## memory each module adds (the test modules and the StaticSite example in each language)
+bench: $(WASM) $(TEST_MODULE) $(PY_MODULE) $(TS_MODULE) $(STATIC_SITE_MODULES)
 	$(CARGO) bench -p memcached-operator --bench desired_state
 
 ## run: the operator against a cluster. With no KUBECONFIG (and no ~/.kube/config):

@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
-# Builds the Python logic module (tests/modules/echo-py) into a component at
-# target/echo-py.wasm with componentize-py, against wit/controller (world
+# Builds a Python logic module into a component with componentize-py:
+#
+#   scripts/build-python-module.sh [MODULE_DIR] [OUT]
+#
+# MODULE_DIR (default tests/modules/echo-py) holds app.py, which exports
+# `Reconciler`; OUT defaults to target/<folder name>.wasm (the Echo module:
+# target/echo-py.wasm). It is built against wit/controller (world
 # `logic-module`), with the Python SDK (sdk/python/src: the package
 # wasm_operator_sdk, nothing else) on its path. Installs what is missing first: a venv at
 # target/venv-componentize with the pinned tests/modules/echo-py/requirements.txt
 # (componentize-py and pytest), reinstalled when that file changes.
 #
 # Knobs (environment): PYTHON (default python3) makes the venv; WIT_DIR
-# (default wit/controller) is the contract; OUT (default target/echo-py.wasm);
+# (default wit/controller) is the contract; OUT, the output when no argument
+# names it;
 # STUB_WASI=1 replaces every WASI import by a trapping stub (componentize-py
 # -s), for a component that imports nothing (its PRNG seed is then fixed at
 # build time; the module uses no randomness, clock, file or stdout).
@@ -16,11 +22,12 @@ cd "$(dirname "$0")/.."
 
 python=${PYTHON:-python3}
 venv=target/venv-componentize
-module=tests/modules/echo-py
-requirements=$module/requirements.txt
+module=${1:-tests/modules/echo-py}
+# The toolchain's pins, whichever module is built.
+requirements=tests/modules/echo-py/requirements.txt
 stamp=$venv/.requirements-installed
 wit=${WIT_DIR:-wit/controller}
-out=${OUT:-target/echo-py.wasm}
+out=${2:-${OUT:-target/$(basename "$module").wasm}}
 
 if [ ! -x "$venv/bin/python" ]; then
     mkdir -p target
@@ -32,6 +39,9 @@ if ! cmp -s "$requirements" "$stamp"; then
 fi
 
 mkdir -p "$(dirname "$out")"
+# componentize-py bundles every file of the folders on its path: no bytecode
+# a test run left there.
+find "$module" sdk/python/src -name __pycache__ -type d -prune -exec rm -rf {} +
 # componentize-py adds a venv's site-packages to the module's path: with no
 # VIRTUAL_ENV it asks whichever `python` is first on PATH, so name ours (its
 # packages are pinned; the module imports none of them).

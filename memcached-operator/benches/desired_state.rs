@@ -11,7 +11,8 @@
 //! each case runs in interleaved rounds and reports its median round.
 //! Prints a table; the last line is the wasm/native ratio. Then the memory
 //! each extra module costs a process: resident memory before and after
-//! loading the test modules (`make test` builds them) on the same engine.
+//! loading the test modules and the StaticSite example in each language
+//! (`make test` builds them) on the same engine.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -184,7 +185,15 @@ fn module_memory(engine: &ModuleEngine, rss_before: u64, rss_memcached: u64) {
         rss_memcached.saturating_sub(rss_before)
     );
     let mut kept = Vec::new();
-    for (name, file) in [("greeting (Rust)", "target/greeting.wasm"), ("echo-py (Python)", "target/echo-py.wasm")] {
+    let modules = [
+        ("greeting (Rust)", "target/greeting.wasm"),
+        ("echo-py (Python)", "target/echo-py.wasm"),
+        ("notice-ts (TypeScript)", "target/notice-ts.wasm"),
+        ("static-site (Rust)", "target/static-site-rust.wasm"),
+        ("static-site (TypeScript)", "target/static-site-ts.wasm"),
+        ("static-site (Python)", "target/static-site-py.wasm"),
+    ];
+    for (name, file) in modules {
         let path = root.join(file);
         let Ok(size) = std::fs::metadata(&path).map(|m| m.len()) else {
             println!("| {name} | missing: make {file} | – | – |");

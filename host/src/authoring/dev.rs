@@ -33,8 +33,11 @@ pub const FIELD_MANAGER: &str = "wasm-operator-dev";
 
 #[derive(Args)]
 // `run`'s flags, with the defaults of one local process: no Lease, plain
-// HTTP on free ports, text logs.
+// HTTP on free ports, text logs, and a compile bound that holds a module
+// with an interpreter inside (a CPython or SpiderMonkey component needs
+// more than `run`'s 256Mi, which is sized for a pod).
 #[command(
+    mut_arg("compile_memory_limit", |arg| arg.default_value("1Gi")),
     mut_arg("leader_elect", |arg| arg.default_value("false")),
     mut_arg("metrics_secure", |arg| arg.default_value("false")),
     mut_arg("metrics_bind_address", |arg| arg.default_value("127.0.0.1:0")),

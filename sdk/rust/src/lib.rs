@@ -48,6 +48,23 @@ pub use reconciler::Reconciler;
 /// What a module's types need, at the versions the SDK uses.
 pub use {k8s_openapi, kube_core, serde_json};
 
+/// What nearly every module uses, in one import: the SDK's types and
+/// helpers, kube's `ResourceExt` (`name_any()`, `namespace()`, `labels()`)
+/// and the metadata types objects are built from.
+///
+/// ```
+/// use wasm_operator_sdk::prelude::*;
+/// ```
+pub mod prelude {
+    pub use crate::{
+        Context, Error, Kind, Manifest, Object, ObjectRef, Problems, Reconciler, condition, export_reconciler,
+        observed_generation, set_condition,
+    };
+    pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector, ObjectMeta, Time};
+    pub use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+    pub use kube_core::ResourceExt;
+}
+
 /// The contract's calls on JSON texts, answered by a [`Reconciler`]: what the
 /// host sends and receives, for a module's own tests.
 pub mod run {

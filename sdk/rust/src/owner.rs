@@ -35,10 +35,19 @@ pub fn adopt(parent: &Value, current: Option<&Value>, desired: &mut Value) -> Re
             .and_then(|list| Vec::<OwnerReference>::deserialize(list).ok())
             .unwrap_or_default()
     };
+    // Ours stays where the server has it (a reordered list is a write on
+    // every reconcile), once, as the controller.
     let mut kept: Vec<OwnerReference> = Vec::new();
+    let mut placed = false;
     for reference in current.map(references).unwrap_or_default().into_iter().chain(references(desired)) {
-        let controller = reference.controller == Some(true);
-        if controller && reference.uid != owner.uid {
+        if reference.uid == owner.uid {
+            if !placed {
+                kept.push(owner.clone());
+                placed = true;
+            }
+            continue;
+        }
+        if reference.controller == Some(true) {
             let name = desired.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
             return Err(Error::invalid(
                 "metadata.ownerReferences",
@@ -48,11 +57,13 @@ pub fn adopt(parent: &Value, current: Option<&Value>, desired: &mut Value) -> Re
                 ),
             ));
         }
-        if !controller && !kept.iter().any(|k| k.uid == reference.uid) {
+        if !kept.iter().any(|k| k.uid == reference.uid) {
             kept.push(reference);
         }
     }
-    kept.push(owner);
+    if !placed {
+        kept.push(owner);
+    }
     let list = serde_json::to_value(kept).map_err(|e| Error::unsupported(format!("ownerReferences: {e}")))?;
     match desired {
         Value::Object(object) => {
@@ -109,5 +120,27 @@ mod tests {
         let current = desired.clone();
         adopt(&parent(), Some(&current), &mut desired).expect("again");
         assert_eq!(desired, current);
+    }
+
+    #[test]
+    fn ours_keeps_its_place_among_other_owners() {
+        // A reordered list would be a write on every reconcile.
+        let ours = serde_json::to_value(owner_reference(&parent())).expect("JSON");
+        let other = json!({"apiVersion": "v1", "kind": "Other", "name": "o", "uid": "o-1"});
+        let current = json!({"metadata": {"name": "web", "ownerReferences": [ours, other]}});
+        let mut desired = json!({"metadata": {"name": "web"}});
+        adopt(&parent(), Some(&current), &mut desired).expect("kept");
+        assert_eq!(desired["metadata"]["ownerReferences"], current["metadata"]["ownerReferences"]);
+    }
+
+    #[test]
+    fn our_uid_without_controller_becomes_the_controller_once() {
+        let current = json!({"metadata": {"name": "web", "ownerReferences": [
+            {"apiVersion": "example.com/v1", "kind": "Site", "name": "web", "uid": "u-1"}]}});
+        let mut desired = json!({"metadata": {"name": "web"}});
+        adopt(&parent(), Some(&current), &mut desired).expect("adopted");
+        let list = desired["metadata"]["ownerReferences"].as_array().expect("a list");
+        assert_eq!(list.len(), 1, "{list:?}");
+        assert_eq!(list[0]["controller"], true);
     }
 }

@@ -8,26 +8,17 @@
 
 use kube_derive::CustomResource;
 use schemars::JsonSchema;
+use sdk::k8s_openapi::api::core::v1::ConfigMap;
+use sdk::prelude::*;
 use serde::{Deserialize, Serialize};
-use wasm_operator_sdk::k8s_openapi::api::core::v1::ConfigMap;
-use wasm_operator_sdk::k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
-use wasm_operator_sdk::{Context, Error, Manifest, Object, Reconciler, export_reconciler, set_condition};
+use wasm_operator_sdk as sdk;
 
 /// What a {{kind}} asks for.
 #[derive(CustomResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
-#[kube(
-    group = "{{group}}",
-    version = "{{version}}",
-    kind = "{{kind}}",
-    plural = "{{plural}}",
-    namespaced,
-    status = "{{kind}}Status",
-    crates(
-        kube_core = "::wasm_operator_sdk::kube_core",
-        k8s_openapi = "::wasm_operator_sdk::k8s_openapi",
-        serde_json = "::wasm_operator_sdk::serde_json"
-    )
-)]
+#[kube(group = "{{group}}", version = "{{version}}", kind = "{{kind}}", plural = "{{plural}}")]
+#[kube(namespaced, status = "{{kind}}Status")]
+// kube-derive's generated code reaches these crates through the SDK.
+#[kube(crates(kube_core = "sdk::kube_core", k8s_openapi = "sdk::k8s_openapi", serde_json = "sdk::serde_json"))]
 pub struct {{kind}}Spec {
     /// What the ConfigMap holds.
     #[serde(default)]
