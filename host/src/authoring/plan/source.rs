@@ -94,11 +94,15 @@ pub async fn load(
 /// The reference the LogicModule `name` says its serving version came from.
 pub async fn serving_reference(client: &Client, name: &str) -> Result<String, SourceError> {
     let api: Api<DynamicObject> = Api::all_with(client.clone(), &logic_modules::api_resource());
-    let resource = api
-        .get_opt(name)
-        .await
-        .map_err(|error| SourceError::ReadLogicModule { name: name.to_owned(), error })?
-        .ok_or_else(|| SourceError::NoLogicModule { name: name.to_owned() })?;
+    let resource = match api.get_opt(name).await {
+        Ok(Some(resource)) => resource,
+        // No such object, or no such resource (the CRD is not installed).
+        Ok(None) => return Err(SourceError::NoLogicModule { name: name.to_owned() }),
+        Err(kube::Error::Api(status)) if status.code == 404 => {
+            return Err(SourceError::NoLogicModule { name: name.to_owned() });
+        }
+        Err(error) => return Err(SourceError::ReadLogicModule { name: name.to_owned(), error }),
+    };
     resource
         .data
         .pointer("/status/activeReference")
