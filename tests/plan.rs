@@ -14,22 +14,35 @@
 //!   the live ServiceAccounts are what it wants.
 //! - `fail-on-later` and `trap-always` against v1: the parents they fail on
 //!   are failures (exit 1); a parent both fail on is not counted.
-//! - Without --against: the error names the LogicModule that is missing, or
-//!   has no serving reference.
+//! - Without --against: the current version is the one the LogicModule
+//!   serves (`status.activeReference`, pulled from a real registry, as the
+//!   new version is); the error names a LogicModule that is missing, or has
+//!   no serving reference.
 //! - A Secret a parent references is read, and its data never printed.
 
+#[path = "logic_module_support.rs"]
+mod logic_module_support;
+#[allow(dead_code)]
+#[path = "oci_registry.rs"]
+mod oci_registry;
 #[path = "operator_support.rs"]
 mod operator_support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::Arc;
+use std::time::Duration;
 
 use control_plane::{ControlPlane, User};
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
+use logic_module_support::{LOGIC_MODULE_CRD, has, wait_logic_module};
+use oci_registry::OciRegistry;
 use operator_support::*;
 use serde_json::{Value, json};
+use wasm_operator::modules::oci::{Registry, RegistryOptions};
+use wasm_operator::operator::logic_modules::LogicModuleOptions;
 
 const READER: &str = "plan-reader";
 const SECRET_TEXT: &str = "very-secret-signing-key";
@@ -93,7 +106,7 @@ async fn create_greetings(ns: &TestNamespace<'_>, specs: &[(String, Value)]) {
 /// ConfigMaps exist (and `accounts` ServiceAccounts).
 async fn wait_converged(ns: &TestNamespace<'_>, configmaps: usize, accounts: usize) {
     let managed = ListParams::default().labels("app.kubernetes.io/managed-by=greeting-operator");
-    eventually_within(std::time::Duration::from_secs(90), "the Greetings to converge", || async {
+    eventually_within(Duration::from_secs(90), "the Greetings to converge", || async {
         let list = greetings(ns).list(&ListParams::default()).await.ok()?;
         let current = list.items.iter().all(|g| {
             g.data["status"]["observedGeneration"] == json!(g.metadata.generation)
@@ -435,7 +448,7 @@ async fn parents_a_new_version_fails_on_are_failures() {
             format!("Greeting {}/{name}: FAILS with NEW (failed): desired: the logic module panicked: ", ns.namespace);
         assert!(stdout.contains(&line), "{line}\n{stdout}");
     }
-    let both = format!("Greeting {}/invalid: fails with both versions\n  NEW (invalid): ", ns.namespace);
+    let both = format!("Greeting {}/invalid: fails with both versions\n  NEW: invalid: ", ns.namespace);
     assert!(stdout.contains(&both), "{stdout}");
     assert!(stdout.contains("4 changed: 0 to create, 4 to update"), "{stdout}");
     assert!(stdout.contains("; 2 failures (1 failing with both versions)"), "{stdout}");
@@ -485,10 +498,7 @@ async fn without_against_the_error_names_the_logic_module_and_what_it_lacks() {
     assert!(stderr.contains("--against FILE|REFERENCE"), "{}", context(&out));
 
     // One that exists but serves nothing from a registry yet.
-    ns.plane
-        .apply_yaml(include_str!("../deploy/logic-modules/logicmodules.wasm-operator.c5c3.io.yaml"))
-        .await
-        .expect("the LogicModule CRD");
+    ns.plane.apply_yaml(LOGIC_MODULE_CRD).await.expect("the LogicModule CRD");
     let name = format!("plan-test-{}", ns.namespace);
     ns.plane
         .apply_yaml(&format!(
@@ -517,4 +527,89 @@ async fn without_against_the_error_names_the_logic_module_and_what_it_lacks() {
     let out = plan(&kubeconfig, &["--module", &v2, "-f", "parents.yaml"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("give the current version with --against"), "{}", context(&out));
+}
+
+/// `wasm-operator push FILE REPOSITORY:TAG`: the reference pinned by digest.
+fn push(registry: &OciRegistry, file: &str, tag: &str) -> String {
+    let out = Command::new(binary())
+        .arg("push")
+        .arg(module_path(file))
+        .arg(format!("{}/modules/greeting:{tag}", registry.address))
+        .args(["--insecure-registry", &registry.address])
+        .output()
+        .expect("running wasm-operator push");
+    assert!(out.status.success(), "push: {}", context(&out));
+    text(&out.stdout).trim().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_against_the_current_version_is_the_one_the_logic_module_serves() {
+    let registry = OciRegistry::start("plan");
+    let (v1, v2) = (push(&registry, "greeting.wasm", "v1"), push(&registry, "greeting-v2.wasm", "v2"));
+    let ns = setup("plan-serving").await;
+    ns.plane.apply_yaml(LOGIC_MODULE_CRD).await.expect("the LogicModule CRD");
+    let specs: Vec<(String, Value)> =
+        (0..3).map(|i| (format!("g-{i}"), json!({"message": format!("hi {i}")}))).collect();
+    create_greetings(&ns, &specs).await;
+    // The LogicModule `greeting` (the module's name) names v1; the operator
+    // serves it and says so in its status.
+    let logic_modules: Api<DynamicObject> =
+        Api::all_with(ns.client.clone(), &gvk("wasm-operator.c5c3.io", "v1alpha1", "LogicModule", "logicmodules"));
+    let resource: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "wasm-operator.c5c3.io/v1alpha1", "kind": "LogicModule",
+        "metadata": {"name": "greeting"}, "spec": {"image": v1},
+    }))
+    .expect("a LogicModule");
+    logic_modules.create(&PostParams::default(), &resource).await.expect("creating the LogicModule");
+    let mut options = options(&ns.namespace);
+    options.logic_modules = Some(LogicModuleOptions {
+        registry: Arc::new(Registry::new(RegistryOptions {
+            insecure: vec![registry.address.clone()],
+            ..RegistryOptions::default()
+        })),
+        poll_interval: Duration::from_millis(500),
+    });
+    let running = Running::start(ns.plane, module_file("greeting.wasm"), options).await;
+    wait_converged(&ns, 3, 0).await;
+    let status = wait_logic_module(&logic_modules, "v1 serving", |s| {
+        has(s, "Active", "True", "Serving") && s["activeReference"] == v1.as_str()
+    })
+    .await;
+    assert_eq!(status["activeVersion"], "0.1.0");
+    running.stop().await.expect("the operator stops cleanly");
+
+    let (kubeconfig, reader) = reader_kubeconfig(&ns).await;
+    let mark = ns.plane.audit_mark().expect("an audit mark");
+    // The new version from the registry too.
+    let out = plan(
+        &kubeconfig,
+        &["--module", &v2, "--insecure-registry", &registry.address, "-n", &ns.namespace, "-o", "json"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", context(&out));
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}\n{}", context(&out)));
+    assert_eq!(
+        (json["new"]["source"].as_str(), json["current"]["source"].as_str()),
+        (Some(v2.as_str()), Some(v1.as_str()))
+    );
+    assert_eq!(json["current"]["version"], "0.1.0");
+    assert_eq!(json["summary"]["updated"], 3, "{json:#}");
+
+    // Another LogicModule by name: the same, from a file.
+    let out = plan(
+        &kubeconfig,
+        &[
+            "--module",
+            &module_path("greeting-v1-rebuilt.wasm"),
+            "--logic-module",
+            "greeting",
+            "--insecure-registry",
+            &registry.address,
+            "-n",
+            &ns.namespace,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", context(&out));
+    let requests = assert_only_reads(ns.plane, &reader, mark).await;
+    assert!(requests >= 6, "two plans each read the LogicModule, list Greetings and ConfigMaps: {requests}");
+    logic_modules.delete("greeting", &Default::default()).await.expect("deleting the LogicModule");
 }

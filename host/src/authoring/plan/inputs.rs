@@ -30,9 +30,9 @@ const GETS_IN_FLIGHT: usize = 8;
 #[derive(Debug, thiserror::Error)]
 pub enum InputsError {
     #[error("listing {kind} ({api_version}) in {scope}: {error}")]
-    List { kind: String, api_version: String, scope: String, error: kube::Error },
+    List { kind: String, api_version: String, scope: String, error: Box<kube::Error> },
     #[error("reading {kind} {namespace}/{name}, which a parent's `references` names: {error}")]
-    Get { kind: String, namespace: String, name: String, error: kube::Error },
+    Get { kind: String, namespace: String, name: String, error: Box<kube::Error> },
     #[error(transparent)]
     File(#[from] InputError),
 }
@@ -266,7 +266,7 @@ async fn list(client: &Client, kind: &Kind, namespace: Option<&str>) -> Result<V
             kind: kind.name().to_owned(),
             api_version: kind.resource.api_version.clone(),
             scope: namespace.map_or_else(|| "all namespaces".to_owned(), |ns| format!("namespace {ns}")),
-            error,
+            error: Box::new(error),
         })?;
         objects.extend(page.items.iter().map(|item| module_view(&kind.to_value(item))));
         match page.metadata.continue_ {
@@ -285,7 +285,7 @@ async fn get(client: &Client, kind: &Kind, key: &RelatedKey) -> Result<Option<Va
             kind: kind.name().to_owned(),
             namespace: key.namespace.clone(),
             name: key.name.clone(),
-            error,
+            error: Box::new(error),
         }),
     }
 }

@@ -89,9 +89,9 @@ pub enum PlanError {
     )]
     FileWithoutAgainst,
     #[error(transparent)]
-    Source(#[from] SourceError),
+    Source(Box<SourceError>),
     #[error(transparent)]
-    Inputs(#[from] InputsError),
+    Inputs(Box<InputsError>),
     #[error(transparent)]
     Input(#[from] InputError),
     #[error("the {which} version's kinds: {error}")]
@@ -101,7 +101,7 @@ pub enum PlanError {
     )]
     ParentKindChanged { new: String, current: String },
     #[error("finding the cluster (KUBECONFIG or ~/.kube/config; -f plans from files without one): {0}")]
-    Connect(kube::Error),
+    Connect(Box<kube::Error>),
     #[error("starting the async runtime: {0}")]
     Runtime(std::io::Error),
     #[error("setting up wasmtime: {0}")]
@@ -110,6 +110,18 @@ pub enum PlanError {
     Registry(String),
     #[error("{0}")]
     Output(String),
+}
+
+impl From<SourceError> for PlanError {
+    fn from(error: SourceError) -> Self {
+        PlanError::Source(Box::new(error))
+    }
+}
+
+impl From<InputsError> for PlanError {
+    fn from(error: InputsError) -> Self {
+        PlanError::Inputs(Box::new(error))
+    }
 }
 
 /// `plan`'s work; the exit status is the plan's (0, 1 or 2).
@@ -176,7 +188,7 @@ async fn make_plan(
         let current_version = Version { module: &current, kinds: &current_kinds };
         return Ok(plan(current_version, new_version, &inputs, args.namespace.as_deref(), now));
     }
-    let client = kube::Client::try_default().await.map_err(PlanError::Connect)?;
+    let client = kube::Client::try_default().await.map_err(|error| PlanError::Connect(Box::new(error)))?;
     let current = match against {
         Some(against) => loader.load("--against", against).await?,
         None => {

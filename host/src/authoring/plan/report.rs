@@ -32,7 +32,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::compare::{Action, ObjectChange, ParentPlan};
+use super::compare::{Action, Failure, ObjectChange, ParentPlan};
 use super::fields;
 use crate::modules::LogicModule;
 
@@ -149,19 +149,20 @@ impl Plan {
         let who = format!("{} {}/{}", self.parent_kind, parent.namespace, parent.name);
         match (&parent.new_error, &parent.current_error) {
             (Some(new), None) => {
-                let _ = writeln!(out, "{who}: FAILS with NEW ({}): {}", new.kind, new.message);
+                let _ = writeln!(out, "{who}: FAILS with NEW{}", failure_text(new));
                 return;
             }
             (Some(new), Some(current)) => {
                 let _ = writeln!(
                     out,
-                    "{who}: fails with both versions\n  NEW ({}): {}\n  CURRENT ({}): {}",
-                    new.kind, new.message, current.kind, current.message
+                    "{who}: fails with both versions\n  NEW{}\n  CURRENT{}",
+                    failure_text(new),
+                    failure_text(current)
                 );
                 return;
             }
             (None, Some(current)) => {
-                let _ = writeln!(out, "{who}: CURRENT fails ({}): {}; NEW does not", current.kind, current.message);
+                let _ = writeln!(out, "{who}: CURRENT fails{}\n  NEW does not:", failure_text(current));
             }
             (None, None) => {
                 let _ = writeln!(out, "{who}:");
@@ -207,6 +208,13 @@ impl Plan {
             "parents": parents,
         })
     }
+}
+
+/// ` (kind): message`, the kind left out when the message starts with it;
+/// a message of several lines indented under the first.
+fn failure_text(failure: &Failure) -> String {
+    let message = failure.message.trim_end().replace('\n', "\n      ");
+    if message.starts_with(failure.kind) { format!(": {message}") } else { format!(" ({}): {message}", failure.kind) }
 }
 
 fn object_text(object: &ObjectChange, out: &mut String) {
@@ -256,7 +264,6 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::authoring::plan::compare::Failure;
     use crate::authoring::plan::fields::FieldChange;
 
     fn version(name: &str, version: &str, source: &str) -> VersionInfo {
@@ -310,11 +317,14 @@ mod tests {
             ..parent("a")
         };
         let fails = ParentPlan {
-            new_error: Some(Failure { kind: "failed", message: "desired: the logic module panicked: no".into() }),
+            new_error: Some(Failure {
+                kind: "failed",
+                message: "desired: the logic module panicked: at x.rs:1:2:\nno".into(),
+            }),
             ..parent("b")
         };
         let both = ParentPlan {
-            new_error: Some(Failure { kind: "invalid", message: "spec.message: must be a string".into() }),
+            new_error: Some(Failure { kind: "invalid", message: "invalid: spec.message: must be a string".into() }),
             current_error: Some(Failure { kind: "invalid", message: "spec.message: must be a string".into() }),
             ..parent("c")
         };
@@ -338,10 +348,10 @@ mod tests {
              ~ status\n      \
              phase: \"x\" -> \"y\"\n\
              \n\
-             Greeting team/b: FAILS with NEW (failed): desired: the logic module panicked: no\n\
+             Greeting team/b: FAILS with NEW (failed): desired: the logic module panicked: at x.rs:1:2:\n      no\n\
              \n\
              Greeting team/c: fails with both versions\n  \
-             NEW (invalid): spec.message: must be a string\n  \
+             NEW: invalid: spec.message: must be a string\n  \
              CURRENT (invalid): spec.message: must be a string\n\
              \n\
              4 parents (Greeting): 1 changed: 1 to create, 1 to update, 1 to delete, 1 left unmanaged; \

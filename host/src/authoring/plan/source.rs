@@ -36,7 +36,7 @@ pub enum SourceError {
     )]
     NoActiveReference { name: String },
     #[error("reading LogicModule {name}: {error}")]
-    ReadLogicModule { name: String, error: kube::Error },
+    ReadLogicModule { name: String, error: Box<kube::Error> },
 }
 
 /// A version as given on the command line.
@@ -101,7 +101,7 @@ pub async fn serving_reference(client: &Client, name: &str) -> Result<String, So
         Err(kube::Error::Api(status)) if status.code == 404 => {
             return Err(SourceError::NoLogicModule { name: name.to_owned() });
         }
-        Err(error) => return Err(SourceError::ReadLogicModule { name: name.to_owned(), error }),
+        Err(error) => return Err(SourceError::ReadLogicModule { name: name.to_owned(), error: Box::new(error) }),
     };
     resource
         .data
