@@ -66,6 +66,8 @@ pub struct PlanArgs {
     /// The time both versions' `status` is told (RFC 3339); default: now.
     #[arg(long, value_name = "RFC3339")]
     pub now: Option<String>,
+    /// text: for people; json: one document (its members are documented in
+    /// the README, "Plan a version before it goes live").
     #[arg(short = 'o', long = "output", value_enum, default_value_t = PlanFormat::Text)]
     pub output: PlanFormat,
     #[command(flatten)]
