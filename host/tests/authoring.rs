@@ -281,3 +281,70 @@ fn a_wrong_expected_error_and_an_empty_expectation_fail() {
     assert!(stdout.contains("FAIL empty.yaml\n  the case expects nothing"), "{stdout}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+fn built(file: &str) -> PathBuf {
+    let path = repo().join("target").join(file);
+    assert!(path.is_file(), "{} is missing: `make test` builds it", path.display());
+    path
+}
+
+/// `plan --module NEW --against CURRENT -f parents.yaml --owned --related`.
+fn plan_files(new: &str, current: &str, more: &[&str]) -> Output {
+    let (new, current) = (built(new), built(current));
+    let files = [inputs().join("parents.yaml"), inputs().join("owned.yaml"), inputs().join("related.yaml")];
+    let mut args = vec!["plan", "--module", path(&new), "--against", path(&current), "-f", path(&files[0])];
+    args.extend_from_slice(&[
+        "--owned",
+        path(&files[1]),
+        "--related",
+        path(&files[2]),
+        "--now",
+        "2026-01-01T00:00:00Z",
+    ]);
+    args.extend_from_slice(more);
+    wasm_operator(&args)
+}
+
+#[test]
+fn plan_compares_two_versions_on_the_parents_of_a_file() {
+    let out = plan_files("greeting-v2.wasm", "greeting.wasm", &[]);
+    assert_eq!(out.status.code(), Some(2), "changes: exit 2\n{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    for expected in [
+        "Greeting default/hello:\n  \
+         ~ update ConfigMap default/hello (does not exist: both create it)\n      data.revision: (none) -> \"2\"\n  \
+         ~ update ConfigMap default/hello-world (does not exist: both create it)\n      data.revision: (none) -> \"2\"\n",
+        // The live ConfigMap both update, and the one both delete: the same.
+        "Greeting team/stored:\n  ~ update ConfigMap team/stored\n      data.revision: (none) -> \"2\"\n\n",
+        "2 parents (Greeting): 2 changed: 0 to create, 3 to update, 0 to delete, 0 left unmanaged; 0 status changes; 0 failures\n",
+    ] {
+        assert!(stdout.contains(expected), "{expected}\n---\n{stdout}");
+    }
+    assert!(!stdout.contains("stored-gone") && !stdout.contains("someone-else"), "{stdout}");
+
+    let out = plan_files("greeting-v2.wasm", "greeting.wasm", &["-o", "json"]);
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out.stdout)));
+    assert_eq!(json["summary"]["updated"], 3);
+    let objects: Vec<&Value> = json["parents"]
+        .as_array()
+        .expect("parents")
+        .iter()
+        .flat_map(|p| p["objects"].as_array().expect("objects"))
+        .collect();
+    assert!(objects.iter().all(|o| o["fields"] == json!([{"path": "data.revision", "new": "2"}])), "{json:#}");
+
+    // The same behaviour: nothing; a version that traps: failures, exit 1.
+    let out = plan_files("greeting-v1-rebuilt.wasm", "greeting.wasm", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert!(text(&out.stdout).ends_with("2 parents (Greeting): NEW changes nothing\n"), "{}", text(&out.stdout));
+    let out = plan_files("greeting-trap-always.wasm", "greeting.wasm", &["-o", "json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let json: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!((json["summary"]["failures"].as_u64(), json["summary"]["changed"].as_u64()), (Some(2), Some(0)));
+    assert!(json["parents"][0]["newError"]["message"].as_str().is_some_and(|m| m.contains("panicked")), "{json:#}");
+
+    // -f needs --against: no cluster to take the current version from.
+    let out = wasm_operator(&["plan", "--module", path(&built("greeting-v2.wasm")), "-f", "parents.yaml"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("-f reads the parents from a file, with no cluster"), "{}", text(&out.stderr));
+}

@@ -89,6 +89,37 @@ pub enum AuthoringCommand {
         about = "Run a module on a (local) cluster with hot reload: CRD, samples, then status, objects and events as they change"
     )]
     Dev(Box<super::dev::DevArgs>),
+    /// Show what a new version of a module would do differently from the
+    /// current one, for every parent, before it goes live: the objects it
+    /// would create, update (field by field) or delete, or leave unmanaged
+    /// (a kind it no longer owns), the status it would write, and the
+    /// parents it fails on. Both versions run as the operator runs them, on
+    /// the same inputs and the same `now`; nothing is written.
+    ///
+    ///   wasm-operator plan --module greeting-v2.wasm --against greeting.wasm
+    ///   wasm-operator plan --module REGISTRY/REPO@sha256:...      # against what the LogicModule serves
+    ///   wasm-operator plan --module v2.wasm --against v1.wasm -f parents.yaml --owned children.yaml
+    ///
+    /// NEW (--module) and CURRENT (--against) are each a component file or
+    /// an OCI reference pinned by digest. Without --against, CURRENT is the
+    /// version the cluster-scoped LogicModule --logic-module (default: NEW's
+    /// name) serves, its status.activeReference.
+    ///
+    /// From the cluster kubectl would use (KUBECONFIG), reading only (list
+    /// and get): the parents (-n: one namespace; default all), the objects
+    /// of each owned kind of either version, and the objects of read kinds
+    /// the parents' `references` name. A Secret's data is never printed.
+    /// With -f, from files instead, as for `render` (needs --against).
+    ///
+    /// Exit status: 0 NEW changes nothing; 2 it changes something; 1 it
+    /// fails on a parent CURRENT reconciles (failures win over changes), or
+    /// the plan could not be made (a flag, a file, the cluster: the message
+    /// says which). Parents both versions fail on are listed, not counted.
+    #[command(
+        verbatim_doc_comment,
+        about = "Show what a new module version would do differently from the current one, per parent (reads only)"
+    )]
+    Plan(Box<super::plan::PlanArgs>),
 }
 
 #[derive(Args)]
@@ -142,6 +173,10 @@ impl AuthoringCommand {
             }
             // Its own logging: the swaps are printed among the objects.
             AuthoringCommand::Dev(args) => super::dev::dev_command(modules, *args),
+            AuthoringCommand::Plan(args) => {
+                init_logging();
+                Ok(super::plan::plan_command(modules, *args)?)
+            }
         }
     }
 }

@@ -12,6 +12,8 @@
 //!   and comparing a case, `--update`.
 //! - `diff`: expected against actual, as a unified diff of YAML.
 //! - `command`: the commands' arguments and what they print.
+//! - `plan`: `plan`, what a new version would do differently from the
+//!   current one, per parent (reads a cluster, or files).
 //! - `dev`: `dev`, a module on a cluster with hot reload (needs one).
 //! - `scaffold`: `new`, a module project from the embedded templates and SDK.
 //! - `componentize`: a Rust module's core wasm into a component.
@@ -25,6 +27,7 @@ pub mod diff;
 pub mod documents;
 pub mod offline;
 pub mod parents;
+pub mod plan;
 pub mod project_command;
 pub mod render;
 pub mod scaffold;

@@ -35,6 +35,8 @@ use wasm_operator_sdk::{Context, Error, Manifest, Object, ObjectRef, Reconciler,
 /// behaves as `v2` but panics for messages starting with `later`;
 /// `service-account` behaves as `v2` and also owns a ServiceAccount named
 /// after each Greeting (another owned kind, so other watches);
+/// `v2-some` stamps v2's revision only on the ConfigMaps of Greetings whose
+/// message starts with `s` (a version that changes some parents);
 /// `trap-always` panics on every parent, `loop-always` loops and
 /// `allocate-always` allocates without bound on every parent.
 pub const MODULE_VERSION: &str = if cfg!(feature = "service-account") {
@@ -43,6 +45,8 @@ pub const MODULE_VERSION: &str = if cfg!(feature = "service-account") {
     "0.3.0"
 } else if cfg!(feature = "v2") {
     "0.2.0"
+} else if cfg!(feature = "v2-some") {
+    "0.2.0-some"
 } else if cfg!(feature = "v1-rebuilt") {
     "0.1.0+rebuilt"
 } else {
@@ -51,6 +55,12 @@ pub const MODULE_VERSION: &str = if cfg!(feature = "service-account") {
 
 /// What `v2` adds to every ConfigMap.
 const REVISION: Option<&str> = if cfg!(feature = "v2") { Some("2") } else { None };
+
+/// What this build adds to the ConfigMaps of a Greeting with `message`:
+/// [`REVISION`], or with `v2-some` v2's revision for messages starting with `s`.
+fn revision(message: &str) -> Option<&'static str> {
+    if cfg!(feature = "v2-some") { message.starts_with('s').then_some("2") } else { REVISION }
+}
 
 /// Whether this build owns a ServiceAccount per Greeting.
 const OWNS_SERVICE_ACCOUNTS: bool = cfg!(feature = "service-account");
@@ -213,7 +223,7 @@ impl Reconciler for Greetings {
         let configmap = |configmap: &str, text: String| {
             let mut data = BTreeMap::from([("message".to_owned(), text)]);
             data.extend(signature.clone().map(|s| ("signature".to_owned(), s)));
-            data.extend(REVISION.map(|r| ("revision".to_owned(), r.to_owned())));
+            data.extend(revision(&message).map(|r| ("revision".to_owned(), r.to_owned())));
             let object = ConfigMap { metadata: metadata(configmap, name), data: Some(data), ..ConfigMap::default() };
             Object::new(&object).replacing("/data")
         };
