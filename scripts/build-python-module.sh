@@ -39,9 +39,17 @@ if ! cmp -s "$requirements" "$stamp"; then
 fi
 
 mkdir -p "$(dirname "$out")"
-# componentize-py bundles every file of the folders on its path: no bytecode
-# a test run left there.
-find "$module" sdk/python/src -name __pycache__ -type d -prune -exec rm -rf {} +
+# componentize-py bundles every file of the folders on its path, and writes
+# bytecode into them as it imports the module: no bytecode a test run left in
+# the module's folder, and the SDK from a copy, so that sdk/python/src (which
+# the host binary embeds, host/build.rs) never changes and never makes cargo
+# rebuild the host.
+find "$module" -name __pycache__ -type d -prune -exec rm -rf {} +
+sdk_copy=target/python-sdk-src
+rm -rf "$sdk_copy"
+mkdir -p "$sdk_copy"
+cp -r sdk/python/src/wasm_operator_sdk "$sdk_copy/"
+find "$sdk_copy" -name __pycache__ -type d -prune -exec rm -rf {} +
 # componentize-py adds a venv's site-packages to the module's path: with no
 # VIRTUAL_ENV it asks whichever `python` is first on PATH, so name ours (its
 # packages are pinned; the module imports none of them).
@@ -50,6 +58,6 @@ export VIRTUAL_ENV="$(pwd)/$venv"
 stub=()
 if [ "${STUB_WASI:-0}" = 1 ]; then stub=(-s); fi
 "$venv/bin/componentize-py" -d "$wit" -w logic-module \
-    componentize app -p "$module" -p sdk/python/src "${stub[@]}" -o "$out.tmp"
+    componentize app -p "$module" -p "$sdk_copy" "${stub[@]}" -o "$out.tmp"
 mv "$out.tmp" "$out"
 echo "built $(pwd)/$out ($(wc -c < "$out") bytes)"
