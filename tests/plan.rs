@@ -83,11 +83,15 @@ fn context(out: &Output) -> String {
     format!("exit {:?}\n--- stdout\n{}\n--- stderr\n{}", out.status.code(), text(&out.stdout), text(&out.stderr))
 }
 
+/// `plan` of the module file `new` against `against` in `namespace`, with `more` flags.
+fn plan_of(kubeconfig: &Path, new: &str, against: &str, namespace: &str, more: &[&str]) -> Output {
+    let (new, against) = (module_path(new), module_path(against));
+    let args = [&["--module", new.as_str(), "--against", against.as_str(), "-n", namespace][..], more].concat();
+    plan(kubeconfig, &args)
+}
+
 fn plan_json(kubeconfig: &Path, new: &str, against: &str, namespace: &str) -> (Option<i32>, Value) {
-    let out = plan(
-        kubeconfig,
-        &["--module", &module_path(new), "--against", &module_path(against), "-n", namespace, "-o", "json"],
-    );
+    let out = plan_of(kubeconfig, new, against, namespace, &["-o", "json"]);
     let json = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}\n{}", context(&out)));
     (out.status.code(), json)
 }
@@ -252,17 +256,7 @@ async fn a_new_version_is_planned_field_by_field_reading_only() {
     let mark = ns.plane.audit_mark().expect("an audit mark");
 
     // v2 against v1, as text: each ConfigMap, one changed field.
-    let out = plan(
-        &kubeconfig,
-        &[
-            "--module",
-            &module_path("greeting-v2.wasm"),
-            "--against",
-            &module_path("greeting.wasm"),
-            "-n",
-            &ns.namespace,
-        ],
-    );
+    let out = plan_of(&kubeconfig, "greeting-v2.wasm", "greeting.wasm", &ns.namespace, &[]);
     assert_eq!(out.status.code(), Some(2), "{}", context(&out));
     assert_no_secret(&out);
     let stdout = text(&out.stdout);
@@ -327,17 +321,7 @@ async fn a_new_version_is_planned_field_by_field_reading_only() {
     assert_eq!(json["summary"]["updated"], 6);
 
     // The same behaviour in other bytes: nothing.
-    let out = plan(
-        &kubeconfig,
-        &[
-            "--module",
-            &module_path("greeting-v1-rebuilt.wasm"),
-            "--against",
-            &module_path("greeting.wasm"),
-            "-n",
-            &ns.namespace,
-        ],
-    );
+    let out = plan_of(&kubeconfig, "greeting-v1-rebuilt.wasm", "greeting.wasm", &ns.namespace, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", context(&out));
     assert!(text(&out.stdout).ends_with("9 parents (Greeting): NEW changes nothing\n"), "{}", context(&out));
     assert!(!text(&out.stdout).contains("~ update"), "{}", context(&out));
@@ -372,17 +356,7 @@ async fn a_kind_the_new_version_does_not_own_is_left_unmanaged() {
     // v2 does not own ServiceAccounts: the operator would leave them where
     // they are (hot_swap_kinds.rs), no longer reconciled; the ConfigMaps are
     // the same in both.
-    let out = plan(
-        &kubeconfig,
-        &[
-            "--module",
-            &module_path("greeting-v2.wasm"),
-            "--against",
-            &module_path("greeting-service-account.wasm"),
-            "-n",
-            &ns.namespace,
-        ],
-    );
+    let out = plan_of(&kubeconfig, "greeting-v2.wasm", "greeting-service-account.wasm", &ns.namespace, &[]);
     assert_eq!(out.status.code(), Some(2), "{}", context(&out));
     let stdout = text(&out.stdout);
     for i in 0..3 {
@@ -430,17 +404,7 @@ async fn parents_a_new_version_fails_on_are_failures() {
     let (kubeconfig, reader) = reader_kubeconfig(&ns).await;
     let mark = ns.plane.audit_mark().expect("an audit mark");
 
-    let out = plan(
-        &kubeconfig,
-        &[
-            "--module",
-            &module_path("greeting-fail-on-later.wasm"),
-            "--against",
-            &module_path("greeting.wasm"),
-            "-n",
-            &ns.namespace,
-        ],
-    );
+    let out = plan_of(&kubeconfig, "greeting-fail-on-later.wasm", "greeting.wasm", &ns.namespace, &[]);
     assert_eq!(out.status.code(), Some(1), "failures win over changes\n{}", context(&out));
     let stdout = text(&out.stdout);
     for name in ["later-a", "later-b"] {
