@@ -182,7 +182,7 @@ test-embeddings: $(OPERATOR) $(JS_EXAMPLE_DEPS) $(PYTHON_DEPS)
 	node --test tests/equivalence/
 
 # The component inside controllers written by others (issue 12): kopf,
-# metacontroller (built once from controllers/metacontroller/upstream into the
+# metacontroller (built once from third_party/metacontroller into the
 # cache by scripts/metacontroller.sh; METACONTROLLER_BIN skips it) and a
 # client-node informer controller. Their pinned dependencies: a venv under
 # target/ and npm ci; the Node controller loads the JavaScript example's jco output.

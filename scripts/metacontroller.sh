@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Print the path of a metacontroller binary (see controllers/metacontroller/README.md).
+# Print the path of a metacontroller binary (see third_party/metacontroller/README.md).
 #
 #   metacontroller="$(scripts/metacontroller.sh | tail -n1)"
 #
 # stdout carries only the binary's path; progress goes to stderr.
 #  - METACONTROLLER_BIN set: check it runs and print it, build nothing.
 #  - otherwise build it with the machine's `go` from the pinned source in
-#    controllers/metacontroller/upstream (its own go.mod and go.sum; its module
+#    third_party/metacontroller (its own go.mod and go.sum; its module
 #    path is `metacontroller`, which the Go module proxy cannot serve, so the
 #    source is kept in the repo) into a cache folder outside the repo, keyed by
 #    version, and print that path. A second run finds it and builds nothing.
@@ -26,7 +26,7 @@ if [ -n "${METACONTROLLER_BIN:-}" ]; then
 fi
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-SRC="$ROOT/controllers/metacontroller/upstream"
+SRC="$ROOT/third_party/metacontroller"
 # The pinned release: the first word of VERSION (the commit follows it).
 VERSION="$(awk 'NR == 1 { print $1 }' "$SRC/VERSION" 2>/dev/null || true)"
 [ -n "$VERSION" ] || die "no version in $SRC/VERSION"

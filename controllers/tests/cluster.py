@@ -73,7 +73,7 @@ class ControlPlane:
         # Without --dir the kubeconfig sits in the plane's own folder, beside audit.log.
         self.audit_log = Path(self.kubeconfig).parent / "audit.log"
         self.api = Writer(kube_config.new_client_from_config(self.kubeconfig), "controller-tests")
-        metacontroller_crds = ROOT / "controllers" / "metacontroller" / "upstream" / "manifests" / "production"
+        metacontroller_crds = ROOT / "third_party" / "metacontroller" / "manifests" / "production"
         for path in [ROOT / "tests" / "crds", *sorted((ROOT / "deploy" / "crd").glob("*.yaml")),
                      metacontroller_crds / "metacontroller-crds-v1.yaml"]:
             self.kubectl("apply", "--server-side", "-f", str(path))
