@@ -18,7 +18,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::kinds::Kind;
+use crate::operator::kinds::Kind;
 
 #[derive(Clone, Debug)]
 pub struct CachedObject {

@@ -11,16 +11,16 @@ use std::time::Instant;
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 
-use super::cached_object::CachedObject;
-use super::caches::Availability;
-use super::create_or_update::{Outcome, create_or_update};
-use super::delete_unwanted::delete_unwanted;
-use super::desired::{self, DesiredObject, Owner};
-use super::inputs::{Inputs, inputs};
-use super::serving::Serving;
-use super::status::{write_stalled, write_status};
-use super::{Calls, Context, ParentView, ReconcileError, hot_swap};
 use crate::modules::CallError;
+use crate::operator::cached_object::CachedObject;
+use crate::operator::caches::Availability;
+use crate::operator::create_or_update::{Outcome, create_or_update};
+use crate::operator::delete_unwanted::delete_unwanted;
+use crate::operator::desired::{self, DesiredObject, Owner};
+use crate::operator::inputs::{Inputs, inputs};
+use crate::operator::serving::Serving;
+use crate::operator::status::{write_stalled, write_status};
+use crate::operator::{Calls, Context, ParentView, ReconcileError, hot_swap};
 
 pub async fn reconcile(parent: Arc<CachedObject>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
     let started = Instant::now();

@@ -7,13 +7,13 @@ use std::sync::Arc;
 
 use kube::Resource;
 
-use super::cached_object::CachedObject;
-use super::caches::Availability;
-use super::desired::{self, Owner};
-use super::references::Related;
-use super::serving::Serving;
-use super::{Calls, Context, ReconcileError};
 use crate::modules::CallError;
+use crate::operator::cached_object::CachedObject;
+use crate::operator::caches::Availability;
+use crate::operator::desired::{self, Owner};
+use crate::operator::references::Related;
+use crate::operator::serving::Serving;
+use crate::operator::{Calls, Context, ReconcileError};
 
 /// What one reconcile hands the module: the related objects the parent
 /// references (and their keys, for the reference index) and the children it

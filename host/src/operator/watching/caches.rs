@@ -23,9 +23,9 @@ use kube::{Client, ResourceExt};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use super::cached_object::CachedObject;
-use super::kinds::{Kind, KindKey};
-use super::metrics::Metrics;
+use crate::operator::cached_object::CachedObject;
+use crate::operator::kinds::{Kind, KindKey};
+use crate::operator::metrics::Metrics;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Availability {

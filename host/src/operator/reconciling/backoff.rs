@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::references::ParentKey;
+use crate::operator::references::ParentKey;
 
 const FIRST: Duration = Duration::from_secs(1);
 const MAX: Duration = Duration::from_secs(300);

@@ -14,12 +14,12 @@ use kube::Resource;
 use kube::api::{DynamicObject, PostParams};
 use serde_json::Value;
 
-use super::cached_object::CachedObject;
-use super::caches::Cache;
-use super::compare::same_ignoring_nulls;
-use super::desired::{self, Owner};
-use super::{Context, ParentView, ReconcileError};
 use crate::modules::CallError;
+use crate::operator::cached_object::CachedObject;
+use crate::operator::caches::Cache;
+use crate::operator::compare::same_ignoring_nulls;
+use crate::operator::desired::{self, Owner};
+use crate::operator::{Context, ParentView, ReconcileError};
 
 pub const MAX_ATTEMPTS: u32 = 5;
 

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use super::kinds::Kind;
+use crate::operator::kinds::Kind;
 
 /// One object the module wants, checked.
 pub struct DesiredObject {

@@ -18,9 +18,9 @@ use kube::Client;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
-use super::metrics::Metrics;
-use super::metrics_auth::{self, MetricsAuth, ReviewCache};
-use super::tls::{self, Certificates, TlsError};
+use crate::operator::metrics::Metrics;
+use crate::operator::metrics_auth::{self, MetricsAuth, ReviewCache};
+use crate::operator::tls::{self, Certificates, TlsError};
 
 /// /metrics over HTTPS for authenticated and authorized clients only
 /// (`--metrics-secure`, the default of the binaries).

@@ -6,9 +6,9 @@
 use kube::ResourceExt;
 use kube::api::{DeleteParams, Preconditions, PropagationPolicy};
 
-use super::cached_object::CachedObject;
-use super::caches::Cache;
-use super::{Context, ParentView, ReconcileError};
+use crate::operator::cached_object::CachedObject;
+use crate::operator::caches::Cache;
+use crate::operator::{Context, ParentView, ReconcileError};
 
 /// `Ok(true)` when deleted; `Ok(false)` when it was not ours or is gone.
 pub async fn delete_unwanted(

@@ -6,10 +6,10 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
 
-use super::cached_object::CachedObject;
-use super::compare::{merge_patch, same_ignoring_nulls};
-use super::references::ParentKey;
-use super::{Context, ParentView, ReconcileError};
+use crate::operator::cached_object::CachedObject;
+use crate::operator::compare::{merge_patch, same_ignoring_nulls};
+use crate::operator::references::ParentKey;
+use crate::operator::{Context, ParentView, ReconcileError};
 
 /// `Ok(true)` when the status changed and was written.
 pub async fn write_status(

@@ -23,13 +23,13 @@ use kube::Resource;
 use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
 
-use super::cached_object::CachedObject;
-use super::kinds::Kinds;
-use super::metrics::ModuleMetrics;
-use super::references::ParentKey;
-use super::serving::Serving;
-use super::{Context, inputs};
 use crate::modules::{KindInfo, LogicModule, Manifest, ModuleEngine, ModuleSlot, ModuleSource, WatchedFile, digest};
+use crate::operator::cached_object::CachedObject;
+use crate::operator::kinds::Kinds;
+use crate::operator::metrics::ModuleMetrics;
+use crate::operator::references::ParentKey;
+use crate::operator::serving::Serving;
+use crate::operator::{Context, inputs};
 
 /// How far a new module version is trusted.
 #[derive(Clone, Debug)]

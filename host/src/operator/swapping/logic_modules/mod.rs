@@ -33,11 +33,11 @@ use kube::api::{Api, ApiResource, DynamicObject};
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::watch;
 
-use super::Context;
-use super::hot_swap::{self, Offered, Prechecked, Refusal, Rollback, SwapState};
 use crate::modules::oci::{OciError, Pulled, Registry};
 use crate::modules::signature::{self, PublicKey};
 use crate::modules::{LogicModule, ModuleSlot, ModuleSource};
+use crate::operator::Context;
+use crate::operator::hot_swap::{self, Offered, Prechecked, Refusal, Rollback, SwapState};
 pub use resource::{ProbationStatus, Spec, Status, Verification};
 use resource::{condition, object_reference, spec_of, status_of};
 pub use takeover::serving_version;

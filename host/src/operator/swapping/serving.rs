@@ -10,9 +10,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::caches::{Availability, Cache, CacheEvents, Caches};
-use super::kinds::{Kind, KindError, Kinds};
 use crate::modules::LogicModule;
+use crate::operator::caches::{Availability, Cache, CacheEvents, Caches};
+use crate::operator::kinds::{Kind, KindError, Kinds};
 
 pub struct Serving {
     pub module: Arc<LogicModule>,

@@ -1,0 +1,208 @@
+//! What one module's reconciles share (`Context`), the module call and the
+//! write every step goes through, and the parent as a reconcile sees it.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arc_swap::ArcSwap;
+use kube::Client;
+use kube::api::DynamicObject;
+use kube::runtime::reflector;
+use kube::runtime::reflector::ObjectRef;
+use tokio::sync::mpsc;
+
+use crate::modules::{CallResult, LogicModule, ModuleSlot, Reconciler};
+use crate::operator::backoff::Backoff;
+use crate::operator::cached_object::CachedObject;
+use crate::operator::caches::{CacheEvents, Caches};
+use crate::operator::kinds::{Kind, KindError};
+use crate::operator::metrics::ModuleMetrics;
+use crate::operator::own_writes::OwnWrites;
+use crate::operator::references::{ParentKey, ReferenceIndex};
+use crate::operator::serving::Serving;
+use crate::operator::{events, hot_swap, own_writes, status};
+
+/// Everything one module's reconciles need, shared by all of them.
+pub struct Context {
+    pub client: Client,
+    /// The version serving now, as the module's sources see it; kept equal
+    /// to `serving`'s module by [`Context::serve`].
+    pub module: ModuleSlot,
+    /// The module's name, as its metrics and logs carry it.
+    pub module_name: String,
+    /// The parent kind, which every version of the module keeps.
+    pub parent_kind: Kind,
+    /// The version serving now with the caches of its kinds; a reconcile
+    /// takes it once and uses only it.
+    pub(super) serving: Arc<ArcSwap<Serving>>,
+    /// Every cache of the process, for a new version's kinds.
+    pub(super) caches: Arc<Caches>,
+    /// What a cache change means for this module's parents.
+    pub(super) triggers: Arc<dyn CacheEvents>,
+    pub references: Arc<ReferenceIndex>,
+    pub metrics: ModuleMetrics,
+    /// The field manager writes go under (the manifest's).
+    pub field_manager: String,
+    pub(super) events: events::Events,
+    pub(super) backoff: Backoff,
+    pub(super) status_memo: status::StatusMemo,
+    pub(super) resync_period: Duration,
+    /// The parents, as the controller's watch caches them.
+    pub parents: reflector::Store<CachedObject>,
+    /// Queues a parent for a reconcile (a rollout after a swap).
+    pub(super) requeue: mpsc::UnboundedSender<ObjectRef<CachedObject>>,
+    pub(super) swap: Arc<hot_swap::SwapState>,
+    pub(super) swap_policy: hot_swap::SwapPolicy,
+    /// This module's own writes, so their watch events wake no reconcile.
+    pub(super) own_writes: Arc<OwnWrites>,
+}
+
+impl Context {
+    /// The version serving now, with its caches.
+    pub fn serving(&self) -> Arc<Serving> {
+        self.serving.load_full()
+    }
+
+    /// Makes `serving` the version every later reconcile runs on; answers
+    /// the one it replaced. Reconciles in flight finish on theirs.
+    pub(super) fn serve(&self, serving: Arc<Serving>) -> Arc<Serving> {
+        self.module.swap(serving.module.clone());
+        self.serving.swap(serving)
+    }
+
+    /// `module` with the caches of its kinds, subscribed to this module's
+    /// triggers (which ignore kinds the serving version does not use).
+    pub(super) fn serving_for(&self, module: Arc<LogicModule>) -> Result<Serving, KindError> {
+        let serving = Serving::new(module, &self.caches)?;
+        serving.subscribe(&self.triggers);
+        Ok(serving)
+    }
+
+    /// One call into `module` (the one this reconcile runs on), on a fresh
+    /// instance, timed; a failure of the module itself is counted by its
+    /// reason. A dry run (`Calls::Unrecorded`) counts nothing.
+    ///
+    /// What the module logs is emitted with `parent` (namespace, name).
+    pub(super) fn call<T>(
+        &self,
+        module: &LogicModule,
+        parent: (&str, &str),
+        function: &'static str,
+        call: impl FnOnce(&mut Reconciler) -> CallResult<T>,
+    ) -> CallResult<T> {
+        self.call_as(Calls::Recorded, module, parent, function, call)
+    }
+
+    pub(super) fn call_as<T>(
+        &self,
+        calls: Calls,
+        module: &LogicModule,
+        (namespace, name): (&str, &str),
+        function: &'static str,
+        call: impl FnOnce(&mut Reconciler) -> CallResult<T>,
+    ) -> CallResult<T> {
+        let started = Instant::now();
+        let result = module.reconciler().and_then(|mut instance| {
+            let result = call(&mut instance);
+            let log = instance.take_log();
+            if !log.is_empty() {
+                log.emit(module.name(), Some(&format!("{namespace}/{name}")));
+            }
+            result
+        });
+        if calls == Calls::Recorded {
+            self.metrics.module_called(function, started.elapsed());
+            if let Err(error) = &result
+                && error.is_module_failure()
+            {
+                self.metrics.module_failed(error.reason());
+            }
+        }
+        result
+    }
+
+    /// Sends `request`, a write to `kind` `namespace/name` made by a
+    /// reconcile of `parent`, so that its echo wakes no reconcile: see
+    /// [`own_writes`]. A change by someone else seen meanwhile queues the
+    /// parent again.
+    pub(super) async fn own_write(
+        &self,
+        kind: &Kind,
+        namespace: &str,
+        name: &str,
+        parent: &str,
+        request: impl Future<Output = kube::Result<DynamicObject>>,
+    ) -> kube::Result<DynamicObject> {
+        let mut in_flight = WriteInFlight {
+            ctx: self,
+            id: (kind.id(), namespace.to_owned(), name.to_owned()),
+            parent,
+            answered: false,
+        };
+        self.own_writes.writing(&in_flight.id);
+        let result = request.await;
+        in_flight.answer(result.as_ref().ok().and_then(|o| o.metadata.resource_version.as_deref()));
+        result
+    }
+
+    /// Drops what is kept per parent (referenced objects, last status,
+    /// retry delay) once the parent is gone.
+    pub(super) fn forget(&self, parent: &ParentKey) {
+        self.references.remove(parent);
+        self.status_memo.forget(parent);
+        self.backoff.reset(parent);
+    }
+}
+
+/// A write on its way; dropped unanswered (the reconcile was cancelled), it
+/// counts as failed, so what it held is not lost.
+struct WriteInFlight<'a> {
+    ctx: &'a Context,
+    id: own_writes::ObjectId,
+    /// The parent whose reconcile writes, in the object's namespace.
+    parent: &'a str,
+    answered: bool,
+}
+
+impl WriteInFlight<'_> {
+    fn answer(&mut self, resource_version: Option<&str>) {
+        self.answered = true;
+        if self.ctx.own_writes.answered(&self.id, resource_version) == own_writes::Held::OtherChanges {
+            let parent = ObjectRef::new_with(self.parent, self.ctx.parent_kind.resource.clone()).within(&self.id.1);
+            let _ = self.ctx.requeue.send(parent);
+        }
+    }
+}
+
+impl Drop for WriteInFlight<'_> {
+    fn drop(&mut self) {
+        if !self.answered {
+            self.answer(None);
+        }
+    }
+}
+
+/// Whether module calls count in the metrics (a dry run's do not).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Calls {
+    Recorded,
+    Unrecorded,
+}
+
+/// The parent being reconciled, in the forms the steps need, and the one
+/// module version the whole reconcile runs on.
+pub struct ParentView<'a> {
+    /// That version, with the caches of its kinds.
+    pub serving: &'a Serving,
+    pub module: &'a LogicModule,
+    pub object: &'a CachedObject,
+    pub json: &'a str,
+    pub namespace: &'a str,
+    pub name: &'a str,
+    pub uid: &'a str,
+    /// The children it controls now, as JSON (what `desired` was given).
+    pub owned: &'a [String],
+    /// The referenced related objects that exist, as JSON.
+    pub related: &'a [String],
+}

@@ -1,0 +1,63 @@
+//! Why a reconcile failed (and whether that counts against a new module
+//! version), and why the operator could not start.
+
+use crate::modules::{CallError, LogicError};
+use crate::operator::http;
+use crate::operator::kinds::KindError;
+use crate::operator::leader::LeaderError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    #[error("the logic module failed in {function}: {source}")]
+    Module { function: &'static str, source: CallError },
+    #[error("the logic module answered something the host refuses: {problem}")]
+    InvalidOutput { problem: String },
+    #[error("{verb} {kind} {namespace}/{name}: {source}")]
+    Api { verb: &'static str, kind: String, namespace: String, name: String, source: Box<kube::Error> },
+    #[error("{kind} {namespace}/{name}: {source}")]
+    Refused { kind: String, namespace: String, name: String, source: LogicError },
+    #[error("{kind} {namespace}/{name}: still conflicting after {attempts} attempts")]
+    Conflict { kind: String, namespace: String, name: String, attempts: u32 },
+    #[error("the module no longer wants the {kind} {name} it asked for a moment ago")]
+    Vanished { kind: String, name: String },
+    #[error("the parent has no namespace or uid")]
+    MissingMetadata,
+}
+
+impl ReconcileError {
+    /// Whether this failure is the module's doing, which counts against a
+    /// newly swapped-in version: the module failing, or the API server
+    /// refusing what it produced (400, 422). Conflicts and outages do not.
+    pub fn counts_against_the_module(&self) -> bool {
+        match self {
+            ReconcileError::Api { verb, source, .. } => {
+                matches!(**source, kube::Error::Api(ref status) if (*verb == "create" || *verb == "update") && (status.code == 400 || status.code == 422))
+            }
+            other => other.module_failure().is_some(),
+        }
+    }
+
+    /// Why the module itself failed, if it did: a trap, its deadline, its
+    /// memory limit, or output the host cannot use.
+    pub fn module_failure(&self) -> Option<&'static str> {
+        match self {
+            ReconcileError::Module { source, .. } if source.is_module_failure() => Some(source.reason()),
+            ReconcileError::InvalidOutput { .. } => Some("ModuleInvalidOutput"),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum OperatorError {
+    #[error("module {module}: {source}")]
+    Kinds { module: String, source: KindError },
+    #[error("modules {first} and {second} both reconcile {kind}; one controller per parent kind")]
+    SameParent { kind: String, first: String, second: String },
+    #[error("no module to run")]
+    NoModules,
+    #[error(transparent)]
+    Serve(#[from] http::ServeError),
+    #[error(transparent)]
+    Leadership(#[from] LeaderError),
+}

@@ -1,0 +1,11 @@
+//! Watching: one reflector cache per kind shared by every module, the
+//! compact form objects are kept in, the kinds a manifest names, which
+//! parents reference which related objects, and which cache changes wake
+//! which parents (never the echo of a reconcile's own write).
+
+pub mod cached_object;
+pub mod caches;
+pub mod kinds;
+pub(super) mod own_writes;
+pub mod references;
+pub(super) mod triggers;
