@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
-use logic_module_support::{LOGIC_MODULE_CRD, built, has, wait_logic_module};
+use logic_module_support::{LOGIC_MODULE_CRD, built, has, logic_module_events, wait_logic_module};
 use oci_registry::OciRegistry;
 use operator_support::*;
 use serde_json::{Value, json};
@@ -266,19 +266,6 @@ async fn set_image(api: &Api<DynamicObject>, spec: Value) -> Result<DynamicObjec
     api.patch("greeting", &PatchParams::default(), &Patch::Merge(json!({ "spec": spec }))).await
 }
 
-/// Warning or Normal events on the LogicModule (cluster-scoped objects'
-/// events live in `default`), by reason.
-async fn logic_module_events(ns: &TestNamespace<'_>, reason: &str) -> Vec<String> {
-    let events: Api<DynamicObject> =
-        Api::namespaced_with(ns.client.clone(), "default", &gvk("events.k8s.io", "v1", "Event", "events"));
-    let list = events.list(&ListParams::default()).await.expect("listing events");
-    list.items
-        .iter()
-        .filter(|e| e.data["regarding"]["kind"] == "LogicModule" && e.data["reason"] == json!(reason))
-        .filter_map(|e| e.data["note"].as_str().map(str::to_owned))
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_logic_module_from_a_registry_is_verified_swapped_rolled_back_and_kept_across_a_restart() {
     let _ = tracing_subscriber::fmt()
@@ -425,7 +412,7 @@ async fn a_logic_module_from_a_registry_is_verified_swapped_rolled_back_and_kept
         assert_eq!(operator.active_digest(), [digest(&v1)], "after {what}");
     }
     assert_eq!(operator.swaps("refused"), 5, "every refused verification counted");
-    assert!(!logic_module_events(&ns, "DryRunFailed").await.is_empty(), "a Warning event says why");
+    assert!(!logic_module_events(&ns.client, "DryRunFailed").await.is_empty(), "a Warning event says why");
     let before = configmaps(&ns).await;
     assert_eq!(before.len(), PARENTS, "nothing deleted");
     assert!(before.iter().all(|c| c.data["data"]["revision"].is_null()), "nothing changed");
@@ -452,7 +439,7 @@ async fn a_logic_module_from_a_registry_is_verified_swapped_rolled_back_and_kept
     })
     .await;
     assert_eq!(running.reconciles("error"), errors_before, "no reconcile failed during the swap");
-    assert!(!logic_module_events(&ns, "Swapped").await.is_empty());
+    assert!(!logic_module_events(&ns.client, "Swapped").await.is_empty());
 
     // Identical behaviour for every parent: swapped in, and no ConfigMap written.
     let mark = plane.audit_mark().expect("the audit log");
@@ -479,7 +466,7 @@ async fn a_logic_module_from_a_registry_is_verified_swapped_rolled_back_and_kept
     assert!(condition(&status, "RolledBack")["message"].as_str().is_some_and(|m| m.contains("g-05")), "{status}");
     assert_eq!(operator.active_digest(), [digest(&v2)]);
     eventually("a RolledBack event", || async {
-        (!logic_module_events(&ns, "RolledBack").await.is_empty()).then_some(())
+        (!logic_module_events(&ns.client, "RolledBack").await.is_empty()).then_some(())
     })
     .await;
     wait_all(&ns, "v2 serving every parent again", |_, d| d["revision"] == "2").await;

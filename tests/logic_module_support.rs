@@ -6,10 +6,10 @@
 
 use std::time::Duration;
 
-use kube::api::{Api, DynamicObject};
+use kube::api::{Api, DynamicObject, ListParams};
 use serde_json::Value;
 
-use crate::operator_support::condition;
+use crate::operator_support::{condition, gvk};
 
 /// A LogicModule is cluster-scoped and named after its module, so the
 /// tests of one binary (one control plane) that create the `greeting` one
@@ -66,4 +66,17 @@ pub async fn wait_logic_module_named(
 pub fn has(status: &Value, type_: &str, state: &str, reason: &str) -> bool {
     let condition = condition(status, type_);
     condition["status"] == state && condition["reason"] == reason
+}
+
+/// Warning or Normal events on a LogicModule (cluster-scoped objects'
+/// events live in `default`), by reason: their notes.
+pub async fn logic_module_events(client: &kube::Client, reason: &str) -> Vec<String> {
+    let events: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), "default", &gvk("events.k8s.io", "v1", "Event", "events"));
+    let list = events.list(&ListParams::default()).await.expect("listing events");
+    list.items
+        .iter()
+        .filter(|e| e.data["regarding"]["kind"] == "LogicModule" && e.data["reason"] == reason)
+        .filter_map(|e| e.data["note"].as_str().map(str::to_owned))
+        .collect()
 }

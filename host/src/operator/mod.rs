@@ -24,7 +24,7 @@ pub use errors::{OperatorError, ReconcileError};
 pub(crate) use reconciling::desired;
 use reconciling::{backoff, inputs, reconcile};
 pub use run::run;
-pub use swapping::{hot_swap, logic_modules, serving};
+pub use swapping::{hot_swap, logic_modules, rollout, serving, shadow, swap_plan};
 use watching::own_writes;
 pub use watching::{cached_object, caches, kinds, references};
 pub use writing::{api_requests, compare};

@@ -55,6 +55,7 @@ fn prepare(slot: ModuleSlot, caches: &Caches, metrics: &Arc<Metrics>) -> Result<
     let own_writes = Arc::new(OwnWrites::default());
     let (parents_tx, parents) = mpsc::unbounded_channel();
     let (everything_tx, everything) = mpsc::unbounded_channel();
+    let swap = Arc::new(hot_swap::SwapState::new(metrics.for_module(&name)));
     let triggers: Arc<dyn CacheEvents> = Arc::new(Triggers {
         parent: parent_kind.clone(),
         serving: serving.clone(),
@@ -62,6 +63,7 @@ fn prepare(slot: ModuleSlot, caches: &Caches, metrics: &Arc<Metrics>) -> Result<
         own_writes: own_writes.clone(),
         parents: parents_tx.clone(),
         everything: everything_tx,
+        swap: swap.clone(),
     });
     let started = serving.load_full();
     started.subscribe(&triggers);
@@ -75,7 +77,6 @@ fn prepare(slot: ModuleSlot, caches: &Caches, metrics: &Arc<Metrics>) -> Result<
         "module loaded"
     );
     // The version it starts on is kept compiled too: going back to it costs nothing.
-    let swap = Arc::new(hot_swap::SwapState::new(metrics.for_module(&name)));
     swap.remember(module.clone());
     Ok(Prepared {
         slot,

@@ -80,8 +80,8 @@ pub struct Plan {
     pub parents: Vec<ParentPlan>,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 pub struct Summary {
     pub parents: usize,
     /// Parents the new version writes something else for.
@@ -97,18 +97,31 @@ pub struct Summary {
     pub both_fail: usize,
 }
 
+impl Summary {
+    /// Counts `parent` in.
+    pub fn add(&mut self, parent: &ParentPlan) {
+        self.parents += 1;
+        self.changed += usize::from(parent.changed());
+        self.created += parent.count(Action::Create);
+        self.updated += parent.count(Action::Update);
+        self.deleted += parent.count(Action::Delete);
+        self.unmanaged += parent.count(Action::Unmanaged);
+        self.status_changes += usize::from(!parent.status.is_empty());
+        self.failures += usize::from(parent.fails());
+        self.both_fail += usize::from(parent.both_fail());
+    }
+
+    /// `9 parents (Greeting): 3 changed: ...`, one line.
+    pub fn line(&self, kind: &str) -> String {
+        summary_line(self, kind).trim_end().to_owned()
+    }
+}
+
 impl Plan {
     pub fn summary(&self) -> Summary {
-        let mut summary = Summary { parents: self.parents.len(), ..Summary::default() };
+        let mut summary = Summary::default();
         for parent in &self.parents {
-            summary.changed += usize::from(parent.changed());
-            summary.created += parent.count(Action::Create);
-            summary.updated += parent.count(Action::Update);
-            summary.deleted += parent.count(Action::Delete);
-            summary.unmanaged += parent.count(Action::Unmanaged);
-            summary.status_changes += usize::from(!parent.status.is_empty());
-            summary.failures += usize::from(parent.fails());
-            summary.both_fail += usize::from(parent.both_fail());
+            summary.add(parent);
         }
         summary
     }

@@ -58,6 +58,16 @@ pub struct SwapLabels {
     pub result: &'static str,
 }
 
+/// A difference a shadowed version's answer showed: the kind of the object
+/// (the parent's kind for `status` and `fails`) and `create`, `update`,
+/// `delete`, `unmanaged`, `status` or `fails`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ShadowLabels {
+    pub module: String,
+    pub kind: String,
+    pub change: &'static str,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct NameLabels {
     pub module: String,
@@ -92,6 +102,8 @@ pub struct Metrics {
     pub api_requests: Family<RequestLabels, Counter>,
     pub watches: Family<WatchLabels, Gauge>,
     pub leader: Gauge,
+    pub module_shadow_reconciles: Family<NameLabels, Counter>,
+    pub module_shadow_differences: Family<ShadowLabels, Counter>,
 }
 
 fn reconcile_histogram() -> Histogram {
@@ -192,6 +204,18 @@ impl Default for Metrics {
         );
         let leader = Gauge::default();
         registry.register("leader", "1 while this replica holds the leader lease", leader.clone());
+        let module_shadow_reconciles = Family::<NameLabels, Counter>::default();
+        registry.register(
+            "module_shadow_reconciles",
+            "Reconciles a shadowed version (a LogicModule's spec.shadow) was run beside the serving one for, by module",
+            module_shadow_reconciles.clone(),
+        );
+        let module_shadow_differences = Family::<ShadowLabels, Counter>::default();
+        registry.register(
+            "module_shadow_differences",
+            "Where a shadowed version's answer differed from the serving one's, per reconcile: by module, object kind and change (create, update, delete, unmanaged, status, fails)",
+            module_shadow_differences.clone(),
+        );
         Self {
             registry,
             reconciles,
@@ -208,6 +232,8 @@ impl Default for Metrics {
             api_requests,
             watches,
             leader,
+            module_shadow_reconciles,
+            module_shadow_differences,
         }
     }
 }
@@ -271,6 +297,16 @@ impl ModuleMetrics {
         if let Some(took) = took {
             let labels = NameLabels { module: self.module.clone() };
             self.metrics.module_swap_duration.get_or_create(&labels).observe(took.as_secs_f64());
+        }
+    }
+
+    /// A reconcile a shadowed version ran beside, and the differences it
+    /// showed (kind, change).
+    pub fn shadowed(&self, differences: &[(String, &'static str)]) {
+        self.metrics.module_shadow_reconciles.get_or_create(&NameLabels { module: self.module.clone() }).inc();
+        for (kind, change) in differences {
+            let labels = ShadowLabels { module: self.module.clone(), kind: kind.clone(), change };
+            self.metrics.module_shadow_differences.get_or_create(&labels).inc();
         }
     }
 

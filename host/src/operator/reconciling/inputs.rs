@@ -1,6 +1,5 @@
-//! What a reconcile hands the module, gathered from the caches, and the dry
-//! run of a module version over one parent: the same computation, writing
-//! nothing. Both the reconcile and a hot swap's verification use it.
+//! What a reconcile hands the module, gathered from the caches. Both the
+//! reconcile and a hot swap's plan (`swap_plan.rs`) use it.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -10,7 +9,6 @@ use kube::Resource;
 use crate::modules::CallError;
 use crate::operator::cached_object::CachedObject;
 use crate::operator::caches::Availability;
-use crate::operator::desired::{self, Owner};
 use crate::operator::references::Related;
 use crate::operator::serving::Serving;
 use crate::operator::{Calls, Context, ReconcileError};
@@ -76,29 +74,4 @@ pub fn inputs(
     let current_json: Vec<String> =
         current.iter().map(|(index, object)| object.module_json(&serving.owned[*index].kind)).collect();
     Ok(Inputs { related_keys, related, current, current_json })
-}
-
-/// What `serving`'s module would want for `parent` now, checked as a
-/// reconcile checks it, without writing anything: the dry run of a module
-/// about to be swapped in. `Ok` holds how many objects it answered.
-pub fn dry_run(ctx: &Context, serving: &Serving, parent: &CachedObject) -> Result<usize, String> {
-    let module = &serving.module;
-    let (Some(namespace), Some(uid)) = (parent.meta().namespace.as_deref(), parent.meta().uid.as_deref()) else {
-        return Err(ReconcileError::MissingMetadata.to_string());
-    };
-    let parent_json = parent.module_json(&ctx.parent_kind);
-    let name = parent.meta().name.as_deref().unwrap_or_default();
-    let inputs = inputs(ctx, Calls::Unrecorded, serving, parent, &parent_json).map_err(|e| e.to_string())?;
-    let answer = ctx
-        .call_as(Calls::Unrecorded, module, (namespace, name), "desired", |m| {
-            m.desired(&parent_json, &inputs.current_json, &inputs.related)
-        })
-        .map_err(|e| e.to_string())?;
-    let desired = desired::check(&serving.owned_kinds, &Owner { namespace, uid }, answer)?;
-    let now = "1970-01-01T00:00:00Z";
-    ctx.call_as(Calls::Unrecorded, module, (namespace, name), "status", |m| {
-        m.status(&parent_json, &inputs.current_json, &inputs.related, now, None)
-    })
-    .map_err(|e| e.to_string())?;
-    Ok(desired.len())
 }

@@ -20,19 +20,24 @@ use crate::operator::desired::{self, DesiredObject, Owner};
 use crate::operator::inputs::{Inputs, inputs};
 use crate::operator::serving::Serving;
 use crate::operator::status::{write_stalled, write_status};
-use crate::operator::{Calls, Context, ParentView, ReconcileError, hot_swap};
+use crate::operator::{Calls, Context, ParentView, ReconcileError, hot_swap, shadow};
 
 pub async fn reconcile(parent: Arc<CachedObject>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
     let started = Instant::now();
     // One module version, with its caches, for the whole reconcile, even if
-    // a swap happens meanwhile: the next reconcile takes the new one.
-    let serving = ctx.serving();
+    // a swap happens meanwhile: the next reconcile takes the new one. A
+    // canary's version for the parents it picks.
+    let serving = hot_swap::version_for(&ctx, &parent);
     let module = &serving.module;
     let result = reconcile_parent(&parent, &ctx, &serving).await;
     if let Err(error) = &result
         && let Some(reason) = error.module_failure()
     {
         module_failed(&ctx, &parent, reason, error).await;
+    }
+    if let Some(shadow) = ctx.swap.shadow() {
+        // Beside the reconcile, on the same inputs; writes nothing.
+        shadow::compare(&ctx, &serving, &shadow, &parent);
     }
     let key = (parent.namespace().unwrap_or_default(), parent.name_any());
     let failure = result.as_ref().err().filter(|e| e.counts_against_the_module()).map(ToString::to_string);

@@ -10,6 +10,12 @@
 //! version by itself, which then reconciles every parent again. The
 //! previous version's watches run until the window closes, so a rollback
 //! needs no new list; then the watches of kinds only it used stop.
+//!
+//! The dry run is the swap's plan (`swap_plan`): what the new version would
+//! change, parent by parent. A LogicModule's rollout (`rollout`) may hold a
+//! version whose plan passes its gates' limits until its digest is
+//! approved, or serve it to a canary first: the canary's parents only, for
+//! the watch window, with failures there rolling it back; then every parent.
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::hash::{Hash, Hasher};
@@ -19,17 +25,19 @@ use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::watch;
 
-use kube::Resource;
 use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
 
+use super::rollout::{Canary, Rollout};
+use super::shadow::{EndedShadow, Shadow};
+use super::swap_plan::{SwapPlan, plan_swap};
 use crate::modules::{KindInfo, LogicModule, Manifest, ModuleEngine, ModuleSlot, ModuleSource, WatchedFile, digest};
+use crate::operator::Context;
 use crate::operator::cached_object::CachedObject;
 use crate::operator::kinds::Kinds;
 use crate::operator::metrics::ModuleMetrics;
 use crate::operator::references::ParentKey;
 use crate::operator::serving::Serving;
-use crate::operator::{Context, inputs};
 
 /// How far a new module version is trusted.
 #[derive(Clone, Debug)]
@@ -89,6 +97,22 @@ pub struct SwapState {
     counting: std::sync::atomic::AtomicBool,
     /// Bumped on every swap and rollback, so sources can report.
     changes: watch::Sender<u64>,
+    /// A version serving a canary's parents, while it does.
+    canary: arc_swap::ArcSwapOption<CanaryServing>,
+    /// A version running beside the serving one, writing nothing.
+    pub(super) shadow: arc_swap::ArcSwapOption<Shadow>,
+    /// The last shadow whose window ended.
+    pub(super) shadow_ended: Mutex<Option<EndedShadow>>,
+}
+
+/// A version on a canary: it serves the parents `selection` picks until
+/// `until`, the version serving serves the others.
+pub struct CanaryServing {
+    pub serving: Arc<Serving>,
+    pub selection: Canary,
+    pub until: SystemTime,
+    /// How many parents it picked when it started.
+    pub parents: usize,
 }
 
 impl SwapState {
@@ -102,6 +126,9 @@ impl SwapState {
             reconciled: Mutex::default(),
             counting: std::sync::atomic::AtomicBool::new(false),
             changes: watch::Sender::new(0),
+            canary: arc_swap::ArcSwapOption::empty(),
+            shadow: arc_swap::ArcSwapOption::empty(),
+            shadow_ended: Mutex::default(),
         }
     }
 }
@@ -162,12 +189,14 @@ struct Probation {
     until_wall: SystemTime,
     /// Parents the candidate failed on, and why.
     failed: BTreeMap<ParentKey, String>,
+    /// The candidate serves a canary only; `previous` still serves the rest.
+    canary: bool,
 }
 
 impl Probation {
     fn new(candidate: Arc<Serving>, previous: Arc<Serving>, until_wall: SystemTime) -> Self {
         let left = until_wall.duration_since(SystemTime::now()).unwrap_or_default();
-        Self { candidate, previous, until: Instant::now() + left, until_wall, failed: BTreeMap::new() }
+        Self { candidate, previous, until: Instant::now() + left, until_wall, failed: BTreeMap::new(), canary: false }
     }
 }
 
@@ -178,8 +207,13 @@ pub enum Offered {
     Unchanged,
     /// Refused; the active version keeps serving.
     Refused(Refusal),
-    /// Serving now; `dry_run` parents were checked first.
-    Swapped { dry_run: usize },
+    /// Serving now, after its plan.
+    Swapped { plan: SwapPlan },
+    /// Serving the canary's parents, after its plan.
+    Canary { plan: SwapPlan, parents: usize },
+    /// Verified, and held by the rollout's gates until its digest is
+    /// approved: why; the active version keeps serving.
+    AwaitingApproval { plan: SwapPlan, held_by: Vec<String> },
 }
 
 /// What the checks that need no cluster state found for a version: it
@@ -259,16 +293,22 @@ pub async fn offer(ctx: &Arc<Context>, source: ModuleSource, bytes: Vec<u8>, all
         .await
         .unwrap_or_else(|panic| Err(Refusal::new("VerificationStopped", format!("loading stopped: {panic}"))));
     match loaded {
-        Ok(candidate) => offer_loaded(ctx, candidate, None).await,
+        Ok(candidate) => offer_loaded(ctx, candidate, None, &Rollout::default()).await,
         Err(refusal) => refused(ctx, refusal),
     }
 }
 
 /// Verifies a loaded version against the active one (its kinds, unless
-/// `prechecked` against it already; the first list of the kinds it adds; a
-/// dry run over every cached parent) and, if it passes, swaps it in and
+/// `prechecked` against it already; the first list of the kinds it adds;
+/// its plan over every cached parent, the dry run) and, if it passes and
+/// `rollout`'s gates let it, swaps it in (or serves it to the canary) and
 /// rolls it out.
-pub async fn offer_loaded(ctx: &Arc<Context>, candidate: Arc<LogicModule>, prechecked: Option<Prechecked>) -> Offered {
+pub async fn offer_loaded(
+    ctx: &Arc<Context>,
+    candidate: Arc<LogicModule>,
+    prechecked: Option<Prechecked>,
+    rollout: &Rollout,
+) -> Offered {
     let started = Instant::now();
     let active = ctx.serving();
     if candidate.digest() == active.module.digest() {
@@ -297,17 +337,31 @@ pub async fn offer_loaded(ctx: &Arc<Context>, candidate: Arc<LogicModule>, prech
     let (checking, against) = (candidate.clone(), active.clone());
     let verified = tokio::task::spawn_blocking(move || {
         let dry_run_started = Instant::now();
-        let checked =
-            dry_run(&verifying, &against, &checking).map_err(|message| Refusal::new("DryRunFailed", message))?;
-        Ok::<_, Refusal>((checked, dry_run_started.elapsed()))
+        let plan = dry_run(&verifying, &against, &checking)?;
+        Ok::<_, Refusal>((plan, dry_run_started.elapsed()))
     })
     .await
     .unwrap_or_else(|panic| Err(Refusal::new("VerificationStopped", format!("verification stopped: {panic}"))));
-    let (checked, dry_run_took) = match verified {
+    let (plan, dry_run_took) = match verified {
         Ok(verified) => verified,
         Err(refusal) => return refused(ctx, refusal),
     };
+    let kind = ctx.parent_kind.name();
+    tracing::info!(module = ctx.module_name, digest = plan.digest, plan = plan.line(kind), "planned");
+    let held_by = rollout.held_by(&plan);
+    if !held_by.is_empty() {
+        tracing::info!(module = ctx.module_name, digest = plan.digest, held_by = ?held_by, "verified; awaiting approval (spec.rollout.approvedDigest)");
+        ctx.metrics.swap("awaiting_approval", None);
+        return Offered::AwaitingApproval { plan, held_by };
+    }
+    if let Some(selection) = &rollout.canary {
+        let parents = start_canary(ctx, candidate, active, selection.clone());
+        ctx.metrics.swap("canary", Some(started.elapsed()));
+        return Offered::Canary { plan, parents };
+    }
     let previous = ctx.serve(candidate.clone());
+    // A canary of another version ends: this one serves every parent.
+    ctx.swap.canary.store(None);
     ctx.swap.remember(previous.module.clone());
     ctx.swap.remember(candidate.module.clone());
     ctx.metrics.unloaded(&previous.module.manifest().version, previous.module.digest());
@@ -318,7 +372,7 @@ pub async fn offer_loaded(ctx: &Arc<Context>, candidate: Arc<LogicModule>, prech
         module = ctx.module_name,
         from = previous.module.digest(),
         to = candidate.module.digest(),
-        dry_run_parents = checked,
+        dry_run_parents = plan.summary.parents,
         dry_run_us = u64::try_from(dry_run_took.as_micros()).unwrap_or(u64::MAX),
         took_us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX),
         kinds_added = ?added,
@@ -327,8 +381,46 @@ pub async fn offer_loaded(ctx: &Arc<Context>, candidate: Arc<LogicModule>, prech
     );
     let until = SystemTime::now() + ctx.swap_policy.watch_window;
     start_probation(ctx, Probation::new(candidate, previous, until));
-    roll_out(ctx.clone());
-    Offered::Swapped { dry_run: checked }
+    roll_out(ctx.clone(), None);
+    Offered::Swapped { plan }
+}
+
+/// Serves `candidate` to the parents `selection` picks, `active` to the
+/// others, for a watch window; answers how many parents it picked.
+fn start_canary(ctx: &Arc<Context>, candidate: Arc<Serving>, active: Arc<Serving>, selection: Canary) -> usize {
+    let parents = ctx.parents.state().iter().filter(|p| selection.selects(p)).count();
+    let until = SystemTime::now() + ctx.swap_policy.watch_window;
+    ctx.swap.remember(candidate.module.clone());
+    tracing::info!(
+        module = ctx.module_name,
+        digest = candidate.module.digest(),
+        serving = active.module.digest(),
+        canary = selection.describe(),
+        parents,
+        "module version serves a canary until its watch window closes"
+    );
+    ctx.swap.canary.store(Some(Arc::new(CanaryServing {
+        serving: candidate.clone(),
+        selection: selection.clone(),
+        until,
+        parents,
+    })));
+    let mut probation = Probation::new(candidate, active, until);
+    probation.canary = true;
+    start_probation(ctx, probation);
+    roll_out(ctx.clone(), Some(selection));
+    parents
+}
+
+/// The version a reconcile of `parent` runs on: the canary's, when one
+/// picks it, else the serving one.
+pub fn version_for(ctx: &Context, parent: &CachedObject) -> Arc<Serving> {
+    if let Some(canary) = ctx.swap.canary.load().as_ref()
+        && canary.selection.selects(parent)
+    {
+        return canary.serving.clone();
+    }
+    ctx.serving()
 }
 
 /// Puts the serving version on probation until `probation.until`, when a
@@ -345,13 +437,18 @@ fn start_probation(ctx: &Arc<Context>, probation: Probation) {
 }
 
 /// The watch window of version `digest` is over: it is trusted now, and
-/// the version it replaced is let go.
+/// the version it replaced is let go; or, after a canary, it serves every
+/// parent now, on probation for another window.
 fn end_probation(ctx: &Weak<Context>, digest: &str) {
     let Some(ctx) = ctx.upgrade() else { return };
     let mut probation = ctx.swap.probation.lock().unwrap_or_else(PoisonError::into_inner);
     if probation.as_ref().is_some_and(|p| p.candidate.module.digest() == digest) {
         let ended = probation.take();
         drop(probation);
+        if let Some(canary) = ended.as_ref().filter(|p| p.canary) {
+            promote(&ctx, canary.candidate.clone(), canary.previous.clone());
+            return;
+        }
         tracing::info!(module = ctx.module_name, digest, "module version passed its watch window");
         drop(ended);
         ctx.swap.changed();
@@ -374,6 +471,29 @@ pub fn resume_probation(ctx: &Arc<Context>, previous: Arc<Serving>, until: Syste
         "the serving version is on probation from before: its watch window goes on here"
     );
     start_probation(ctx, Probation::new(candidate, previous, until));
+}
+
+/// A canary that passed its window: its version serves every parent, on
+/// probation for a window of its own with `previous` to roll back to.
+fn promote(ctx: &Arc<Context>, candidate: Arc<Serving>, previous: Arc<Serving>) {
+    if ctx.swap.canary.load().as_ref().is_none_or(|c| c.serving.module.digest() != candidate.module.digest()) {
+        // Replaced meanwhile.
+        return;
+    }
+    let replaced = ctx.serve(candidate.clone());
+    ctx.swap.canary.store(None);
+    ctx.metrics.unloaded(&replaced.module.manifest().version, replaced.module.digest());
+    ctx.metrics.loaded(&candidate.module.manifest().version, candidate.module.digest());
+    ctx.metrics.swap("succeeded", None);
+    tracing::info!(
+        module = ctx.module_name,
+        from = previous.module.digest(),
+        to = candidate.module.digest(),
+        "the canary passed its watch window: the module version serves every parent; rolling out"
+    );
+    let until = SystemTime::now() + ctx.swap_policy.watch_window;
+    start_probation(ctx, Probation::new(candidate, previous, until));
+    roll_out(ctx.clone(), None);
 }
 
 pub(crate) fn refused(ctx: &Context, refusal: Refusal) -> Offered {
@@ -427,13 +547,27 @@ fn roll_back(ctx: &Arc<Context>, failed: Probation) {
         .collect::<Vec<_>>()
         .join("; ");
     let (candidate, previous) = (&failed.candidate.module, &failed.previous.module);
-    if ctx.serving().module.digest() != candidate.digest() {
-        return;
-    }
-    ctx.serve(failed.previous.clone());
+    let canary = if failed.canary {
+        // The canary's parents go back to the version serving the others.
+        let on_canary =
+            ctx.swap.canary.load().as_ref().is_some_and(|c| c.serving.module.digest() == candidate.digest());
+        if !on_canary {
+            return;
+        }
+        ctx.swap.canary.store(None);
+        true
+    } else {
+        if ctx.serving().module.digest() != candidate.digest() {
+            return;
+        }
+        ctx.serve(failed.previous.clone());
+        false
+    };
     ctx.swap.remember(candidate.clone());
-    ctx.metrics.unloaded(&candidate.manifest().version, candidate.digest());
-    ctx.metrics.loaded(&previous.manifest().version, previous.digest());
+    if !canary {
+        ctx.metrics.unloaded(&candidate.manifest().version, candidate.digest());
+        ctx.metrics.loaded(&previous.manifest().version, previous.digest());
+    }
     ctx.metrics.swap("rolled_back", None);
     *ctx.swap.last_rollback.lock().unwrap_or_else(PoisonError::into_inner) = Some(Rollback {
         from: candidate.digest().to_owned(),
@@ -446,10 +580,11 @@ fn roll_back(ctx: &Arc<Context>, failed: Probation) {
         from = candidate.digest(),
         to = previous.digest(),
         failed_parents = failed.failed.len(),
+        canary,
         reason,
         "module version rolled back"
     );
-    roll_out(ctx.clone());
+    roll_out(ctx.clone(), None);
 }
 
 impl SwapState {
@@ -517,6 +652,21 @@ impl SwapState {
         })
     }
 
+    /// The version serving a canary, while one does.
+    pub fn canary(&self) -> Option<Arc<CanaryServing>> {
+        self.canary.load_full()
+    }
+
+    /// The version running beside the serving one, while one does.
+    pub fn shadow(&self) -> Option<Arc<Shadow>> {
+        self.shadow.load_full()
+    }
+
+    /// The last shadow whose window ended.
+    pub fn shadow_ended(&self) -> Option<EndedShadow> {
+        self.shadow_ended.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
     /// The last rollback, if any.
     pub fn last_rollback(&self) -> Option<Rollback> {
         self.last_rollback.lock().unwrap_or_else(PoisonError::into_inner).clone()
@@ -540,7 +690,7 @@ impl SwapState {
         self.changes.subscribe()
     }
 
-    fn changed(&self) {
+    pub(super) fn changed(&self) {
         self.changes.send_modify(|n| *n += 1);
     }
 
@@ -585,48 +735,39 @@ fn same_parent(active: &Manifest, candidate: &Manifest) -> Result<(), String> {
     Ok(())
 }
 
-/// Every cached parent through both versions, as a reconcile would compute
-/// it, writing nothing: a parent the active version reconciles must not
-/// fail with the candidate (beyond the allowed count). Answers how many
-/// parents were checked.
-fn dry_run(ctx: &Context, active: &Serving, candidate: &Serving) -> Result<usize, String> {
-    let parents: Vec<Arc<CachedObject>> = ctx.parents.state();
-    let mut regressions = Vec::new();
-    let mut checked = 0;
-    for parent in parents.iter().filter(|p| p.meta().deletion_timestamp.is_none()) {
-        checked += 1;
-        if inputs::dry_run(ctx, active, parent).is_err() {
-            continue;
-        }
-        if let Err(error) = inputs::dry_run(ctx, candidate, parent) {
-            let namespace = parent.namespace().unwrap_or_default();
-            regressions.push(format!("{namespace}/{}: {error}", parent.name_any()));
-            // Enough to refuse: a module that loops would cost its deadline
-            // on every parent.
-            if regressions.len() > ctx.swap_policy.dry_run_failures_allowed {
-                break;
-            }
-        }
-    }
-    if regressions.len() > ctx.swap_policy.dry_run_failures_allowed {
-        let examples: Vec<&str> = regressions.iter().take(3).map(String::as_str).collect();
-        return Err(format!(
-            "the dry run failed on parents the active version reconciles ({} allowed): {}",
-            ctx.swap_policy.dry_run_failures_allowed,
-            examples.join("; ")
+/// The swap's plan over every cached parent, which is its dry run: a
+/// parent the active version reconciles must not fail with the candidate
+/// (beyond the allowed count).
+fn dry_run(ctx: &Context, active: &Serving, candidate: &Serving) -> Result<SwapPlan, Refusal> {
+    let allowed = ctx.swap_policy.dry_run_failures_allowed;
+    let now = crate::authoring::render::now();
+    let plan = plan_swap(ctx, active, candidate, allowed, &now)
+        .map_err(|error| Refusal::new("UnsupportedKind", error.to_string()))?;
+    if plan.regressions.len() > allowed {
+        let examples: Vec<&str> = plan.regressions.iter().take(3).map(String::as_str).collect();
+        return Err(Refusal::new(
+            "DryRunFailed",
+            format!(
+                "the dry run failed on parents the active version reconciles ({allowed} allowed): {}",
+                examples.join("; ")
+            ),
         ));
     }
-    Ok(checked)
+    Ok(plan)
 }
 
-/// Reconciles every parent again, at most `rollout_per_second` a second, so
-/// the new desired state rolls out without a burst of writes.
-fn roll_out(ctx: Arc<Context>) {
+/// Reconciles every parent again (those `only` picks, when given), at most
+/// `rollout_per_second` a second, so the new desired state rolls out
+/// without a burst of writes.
+pub(super) fn roll_out(ctx: Arc<Context>, only: Option<Canary>) {
     tokio::spawn(async move {
         let per_second = ctx.swap_policy.rollout_per_second.max(1);
         let pause = Duration::from_secs(1) / per_second;
         for parent in ctx.parents.state() {
             let Some(namespace) = parent.namespace() else { continue };
+            if only.as_ref().is_some_and(|canary| !canary.selects(&parent)) {
+                continue;
+            }
             let reference =
                 ObjectRef::new_with(&parent.name_any(), ctx.parent_kind.resource.clone()).within(&namespace);
             if ctx.requeue.send(reference).is_err() {

@@ -60,6 +60,25 @@ impl CachedObject {
         serde_json::from_str::<StatusOnly>(&self.json).map(|o| o.status).unwrap_or_default()
     }
 
+    /// `metadata.labels` (kept in the text, not in the parsed metadata: only
+    /// a canary's selector reads them).
+    pub fn labels(&self) -> std::collections::BTreeMap<String, String> {
+        #[derive(Deserialize)]
+        struct Metadata {
+            #[serde(default)]
+            labels: Option<std::collections::BTreeMap<String, String>>,
+        }
+        #[derive(Deserialize)]
+        struct LabelsOnly {
+            metadata: Option<Metadata>,
+        }
+        serde_json::from_str::<LabelsOnly>(&self.json)
+            .ok()
+            .and_then(|o| o.metadata)
+            .and_then(|m| m.labels)
+            .unwrap_or_default()
+    }
+
     /// Built from the members of a served object: `metadata` parsed (it is
     /// small once managedFields go), every other member kept as the text it
     /// came in, so a watch event costs no JSON tree of its spec and status.

@@ -11,6 +11,7 @@ use tokio::sync::mpsc;
 
 use crate::operator::cached_object::CachedObject;
 use crate::operator::caches::CacheEvents;
+use crate::operator::hot_swap::SwapState;
 use crate::operator::kinds::Kind;
 use crate::operator::own_writes::OwnWrites;
 use crate::operator::references::{ReferenceIndex, Related};
@@ -25,6 +26,8 @@ pub(in crate::operator) struct Triggers {
     pub(in crate::operator) own_writes: Arc<OwnWrites>,
     pub(in crate::operator) parents: mpsc::UnboundedSender<ObjectRef<CachedObject>>,
     pub(in crate::operator) everything: mpsc::UnboundedSender<()>,
+    /// For the kinds a canary's version uses and the serving one does not.
+    pub(in crate::operator) swap: Arc<SwapState>,
 }
 
 impl Triggers {
@@ -37,14 +40,16 @@ impl CacheEvents for Triggers {
     fn changed(&self, kind: &Kind, object: &CachedObject) {
         let Some(namespace) = object.namespace() else { return };
         let serving = self.serving.load();
-        if serving.reads(kind) {
+        let canary = self.swap.canary();
+        let canary = canary.as_ref().map(|c| &c.serving);
+        if serving.reads(kind) || canary.is_some_and(|c| c.reads(kind)) {
             let related =
                 Related { kind: kind.name().to_owned(), namespace: namespace.clone(), name: object.name_any() };
             for (namespace, name) in self.references.parents_of(&related) {
                 self.reconcile(&namespace, &name);
             }
         }
-        if serving.owns(kind) {
+        if serving.owns(kind) || canary.is_some_and(|c| c.owns(kind)) {
             let id = (kind.id(), namespace.clone(), object.name_any());
             if self.own_writes.is_echo(&id, object.resource_version().as_deref()) {
                 return;

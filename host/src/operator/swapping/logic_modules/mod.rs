@@ -19,9 +19,19 @@
 //!   when its watch window closes). A standby holds that previous version
 //!   compiled too, and a new leader or a restarted operator keeps the rest
 //!   of the window: a failover does not end a rollback window early.
+//! - The leader's verification plans the version against the serving one
+//!   (`status.plan`, and in the `Swapped`, `Canary` or `AwaitingApproval`
+//!   event). `spec.rollout` may hold it (`Active` False, `AwaitingApproval`)
+//!   until `spec.rollout.approvedDigest` names its digest, or serve it to a
+//!   canary for the watch window first (`status.canary`). A canary does not
+//!   survive a failover or a restart: the next leader comes up on the
+//!   version serving the other parents, plans again and starts a new canary.
+//! - `spec.shadow` runs a candidate beside the serving version for a while,
+//!   writing nothing (`shadowing`), and reports where they differ.
 
 mod report;
 mod resource;
+mod shadowing;
 mod takeover;
 
 use std::sync::Arc;
@@ -38,8 +48,10 @@ use crate::modules::signature::{self, PublicKey};
 use crate::modules::{LogicModule, ModuleSlot, ModuleSource};
 use crate::operator::Context;
 use crate::operator::hot_swap::{self, Offered, Prechecked, Refusal, Rollback, SwapState};
-pub use resource::{ProbationStatus, Spec, Status, Verification};
+use crate::operator::swap_plan::SwapPlan;
+pub use resource::{CanarySpec, CanaryStatus, ProbationStatus, RolloutSpec, ShadowSpec, Spec, Status, Verification};
 use resource::{condition, object_reference, spec_of, status_of};
+pub use shadowing::ShadowStatus;
 pub use takeover::serving_version;
 
 pub const GROUP: &str = "wasm-operator.c5c3.io";
@@ -86,11 +98,19 @@ struct Loaded {
 }
 
 /// What the leader did with a fetched version.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 enum Decided {
-    /// Serving (swapped in now, or already the active version).
+    /// Serving (swapped in now after its plan, or already the active
+    /// version), or serving its canary.
     Serving {
-        dry_run: Option<usize>,
+        plan: Option<SwapPlan>,
+    },
+    /// Verified and planned, and held by the rollout's gates: why, and the
+    /// rollout it was held under (a changed one decides again).
+    Awaiting {
+        plan: SwapPlan,
+        held_by: Vec<String>,
+        rollout: RolloutSpec,
     },
     Refused(Refusal),
     /// Rolled back before (by this process or a previous leader), so not
@@ -128,6 +148,8 @@ pub async fn follow(
         reported_rollback,
         leader_serves: None,
         previous_unavailable: None,
+        shadow: None,
+        reported_shadow_end: None,
     };
     loop {
         let mut look_again = false;
@@ -171,6 +193,10 @@ struct Follower {
     /// On a standby: a version to roll back to that could not be pulled
     /// (not tried again).
     previous_unavailable: Option<String>,
+    /// On the leader: the shadow `spec.shadow` asked for.
+    shadow: Option<shadowing::ShadowFollow>,
+    /// The digest whose shadow's end an event was written for.
+    reported_shadow_end: Option<String>,
 }
 
 impl Follower {
@@ -213,6 +239,7 @@ impl Follower {
             }
             self.reported_rollback = rollback;
         }
+        self.follow_shadow(ctx, resource).await;
         let Some(Fetched { outcome: Ok(loaded), .. }) = self.fetched.as_ref() else { return };
         if look_again
             && matches!(&self.decided, Some((digest, Decided::Refused(refusal))) if *digest == loaded.digest && refusal.reason == "WatchFailed")
@@ -221,34 +248,72 @@ impl Follower {
             // offer it again, as a fixed role lets it through.
             self.decided = None;
         }
+        let rollout_spec = self.fetched.as_ref().map(|f| f.spec.rollout.clone()).unwrap_or_default();
+        if matches!(&self.decided, Some((digest, Decided::Awaiting { rollout, .. })) if *digest == loaded.digest && *rollout != rollout_spec)
+        {
+            // Approved, or its gates changed: verify and plan again.
+            self.decided = None;
+        }
         if self.decided.as_ref().is_some_and(|(digest, _)| *digest == loaded.digest) {
             return;
         }
-        let decided = match &loaded.module {
-            Err(refusal) => {
+        let decided = match (&loaded.module, rollout_spec.rollout()) {
+            (Err(refusal), _) => {
                 hot_swap::refused(ctx, refusal.clone());
                 Decided::Refused(refusal.clone())
             }
-            Ok(module) => match self.rolled_back_before(resource, &loaded.digest) {
+            (Ok(_), Err(error)) => {
+                let refusal = Refusal { reason: "InvalidRollout", message: error.to_string() };
+                hot_swap::refused(ctx, refusal.clone());
+                Decided::Refused(refusal)
+            }
+            (Ok(module), Ok(rollout)) => match self.rolled_back_before(resource, &loaded.digest) {
                 Some(why) => Decided::RolledBack(why),
-                None => match hot_swap::offer_loaded(ctx, module.clone(), loaded.prechecked.clone()).await {
-                    Offered::Unchanged => Decided::Serving { dry_run: None },
-                    Offered::Swapped { dry_run } => Decided::Serving { dry_run: Some(dry_run) },
+                None => match hot_swap::offer_loaded(ctx, module.clone(), loaded.prechecked.clone(), &rollout).await {
+                    Offered::Unchanged => Decided::Serving { plan: None },
+                    Offered::Swapped { plan } | Offered::Canary { plan, .. } => Decided::Serving { plan: Some(plan) },
+                    Offered::AwaitingApproval { plan, held_by } => {
+                        Decided::Awaiting { plan, held_by, rollout: rollout_spec.clone() }
+                    }
                     Offered::Refused(refusal) => Decided::Refused(refusal),
                 },
             },
         };
         let regarding = object_reference(resource);
+        let kind = ctx.parent_kind.name();
         match &decided {
-            Decided::Serving { dry_run: Some(parents) } => {
-                let note = format!("{} serves now (dry run over {parents} parents)", loaded.pinned);
-                ctx.events.normal(&regarding, "Swapped", "Swap", note).await;
+            Decided::Serving { plan: Some(plan) } => match self.swap.canary() {
+                Some(canary) if canary.serving.module.digest() == loaded.digest => {
+                    let note = format!(
+                        "{} serves a canary, {} ({} parents), until {}; plan: {}",
+                        loaded.pinned,
+                        canary.selection.describe(),
+                        canary.parents,
+                        resource::rfc3339(canary.until),
+                        plan.line(kind)
+                    );
+                    ctx.events.normal(&regarding, "Canary", "Swap", note).await;
+                }
+                _ => {
+                    let note = format!("{} serves now; plan: {}", loaded.pinned, plan.line(kind));
+                    ctx.events.normal(&regarding, "Swapped", "Swap", note).await;
+                }
+            },
+            Decided::Awaiting { plan, held_by, .. } => {
+                let note = format!(
+                    "{} awaits approval ({}); plan: {}; approve it with spec.rollout.approvedDigest: {}",
+                    loaded.pinned,
+                    held_by.join("; "),
+                    plan.line(kind),
+                    loaded.digest
+                );
+                ctx.events.normal(&regarding, "AwaitingApproval", "Verify", note).await;
             }
             Decided::Refused(refusal) => {
                 let note = format!("{} refused: {}", loaded.pinned, refusal.message);
                 ctx.events.warning_for(&regarding, refusal.reason, "Verify", note).await;
             }
-            Decided::Serving { dry_run: None } | Decided::RolledBack(_) => {}
+            Decided::Serving { plan: None } | Decided::RolledBack(_) => {}
         }
         self.decided = Some((loaded.digest.clone(), decided));
     }

@@ -4,7 +4,7 @@
 use kube::ResourceExt;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 
-use super::resource::{ProbationStatus, Status, new_condition, rfc3339, same_status, status_of};
+use super::resource::{CanaryStatus, ProbationStatus, Status, new_condition, rfc3339, same_status, status_of};
 use super::{Decided, Follower, api_resource};
 use crate::modules::ModuleSource;
 use crate::operator::Context;
@@ -18,6 +18,7 @@ impl Follower {
         let resource = self.resource.as_ref()?;
         let old = status_of(resource);
         let mut new = self.status(resource, &old);
+        new.shadow = self.shadow_status(ctx, old.shadow.as_ref(), count);
         if !count && old.reconciled_parents.is_some() {
             new.reconciled_parents = old.reconciled_parents;
         }
@@ -40,6 +41,7 @@ impl Follower {
         let generation = resource.metadata.generation;
         let active = self.slot.current();
         let rollback = self.swap.last_rollback();
+        let kind = active.manifest().parent.kind.clone();
         let mut status = Status {
             observed_generation: generation,
             active_digest: Some(active.digest().to_owned()),
@@ -63,6 +65,11 @@ impl Follower {
                     _ => None,
                 },
             },
+            canary: self.swap.canary().map(|canary| CanaryStatus {
+                digest: canary.serving.module.digest().to_owned(),
+                parents: i64::try_from(canary.parents).unwrap_or(i64::MAX),
+                until: rfc3339(canary.until),
+            }),
             ..Status::default()
         };
         let serving = format!("{} ({}) serves", active.manifest().version, active.digest());
@@ -91,8 +98,13 @@ impl Follower {
             Some(Ok(loaded)) => {
                 status.reference = Some(loaded.pinned.clone());
                 status.digest = Some(loaded.digest.clone());
+                status.plan = match decided_for(&self.decided, &loaded.digest) {
+                    Some(Decided::Serving { plan: Some(plan) } | Decided::Awaiting { plan, .. }) => Some(plan.clone()),
+                    // Serving since before this process: the plan it went live with.
+                    _ => old.plan.clone().filter(|plan| plan.digest == loaded.digest),
+                };
                 set("Fetched", Some(true), "Pulled", format!("pulled {}", loaded.pinned));
-                let decided = self.decided.as_ref().filter(|(digest, _)| *digest == loaded.digest).map(|(_, d)| d);
+                let decided = decided_for(&self.decided, &loaded.digest);
                 let rolled_back =
                     rollback.as_ref().filter(|r| r.from == loaded.digest).map(|r| r.reason.clone()).or_else(|| {
                         match decided {
@@ -104,9 +116,12 @@ impl Follower {
                     (Err(refusal), _) | (Ok(_), Some(Decided::Refused(refusal))) => {
                         set("Verified", Some(false), refusal.reason, refusal.message.clone())
                     }
-                    (Ok(module), Some(Decided::Serving { dry_run })) => {
-                        let checked = dry_run.map_or_else(String::new, |n| format!(", a dry run over {n} parents"));
-                        set("Verified", Some(true), "Verified", format!("contract {}{checked}", module.contract()))
+                    (Ok(module), Some(Decided::Serving { plan: Some(plan) } | Decided::Awaiting { plan, .. })) => {
+                        let planned = format!("contract {}, planned: {}", module.contract(), plan.line(&kind));
+                        set("Verified", Some(true), "Verified", planned)
+                    }
+                    (Ok(module), Some(Decided::Serving { plan: None })) => {
+                        set("Verified", Some(true), "Verified", format!("contract {}", module.contract()))
                     }
                     (Ok(module), Some(Decided::RolledBack(_))) => {
                         set("Verified", Some(true), "Verified", format!("contract {}", module.contract()))
@@ -117,6 +132,17 @@ impl Follower {
                     set("Active", Some(true), "Serving", serving);
                 } else if rolled_back.is_some() {
                     set("Active", Some(false), "RolledBack", serving);
+                } else if let Some(canary) = status.canary.as_ref().filter(|c| c.digest == loaded.digest) {
+                    let message =
+                        format!("it serves {} canary parents until {}; {serving}", canary.parents, canary.until);
+                    set("Active", Some(false), "Canary", message);
+                } else if let Some(Decided::Awaiting { held_by, .. }) = decided {
+                    let message = format!(
+                        "{}: set spec.rollout.approvedDigest to {} to roll it out; {serving}",
+                        held_by.join("; "),
+                        loaded.digest
+                    );
+                    set("Active", Some(false), "AwaitingApproval", message);
                 } else if matches!(decided, Some(Decided::Refused(_))) || loaded.module.is_err() {
                     set("Active", Some(false), "Refused", serving);
                 } else {
@@ -131,4 +157,9 @@ impl Follower {
         status.conditions = conditions;
         status
     }
+}
+
+/// What was decided for the version `digest`.
+fn decided_for<'a>(decided: &'a Option<(String, Decided)>, digest: &str) -> Option<&'a Decided> {
+    decided.as_ref().filter(|(d, _)| d == digest).map(|(_, decided)| decided)
 }

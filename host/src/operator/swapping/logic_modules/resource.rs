@@ -4,14 +4,17 @@
 use std::time::SystemTime;
 
 use k8s_openapi::api::core::v1::ObjectReference;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector, Time};
 use kube::Resource;
 use kube::api::DynamicObject;
 use serde::{Deserialize, Serialize};
 
 use super::api_resource;
+use super::shadowing::ShadowStatus;
+use crate::operator::rollout::{Canary, CanaryError, Rollout};
+use crate::operator::swap_plan::SwapPlan;
 
-#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Spec {
     #[serde(default)]
@@ -21,6 +24,72 @@ pub struct Spec {
     /// When set, only an image signed with this key is loaded.
     #[serde(default)]
     pub verification: Option<Verification>,
+    /// Gates and canary; absent: every verified version goes live at once.
+    #[serde(default)]
+    pub rollout: RolloutSpec,
+    /// A candidate to run beside the serving version, writing nothing.
+    #[serde(default)]
+    pub shadow: Option<ShadowSpec>,
+}
+
+/// `spec.shadow`.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct ShadowSpec {
+    /// Pinned by digest, as `spec.image`.
+    pub image: String,
+    /// How long it runs (`30s`, `10m`, `1h`); default 10 minutes.
+    #[serde(default = "ten_minutes")]
+    pub duration: String,
+}
+
+fn ten_minutes() -> String {
+    "10m".to_owned()
+}
+
+/// `spec.rollout`.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct RolloutSpec {
+    #[serde(default)]
+    pub max_changed_parents: Option<i64>,
+    #[serde(default)]
+    pub max_deleted_objects: Option<i64>,
+    /// `Automatic` (the default) or `Manual`.
+    #[serde(default)]
+    pub approval: Option<String>,
+    #[serde(default)]
+    pub approved_digest: Option<String>,
+    #[serde(default)]
+    pub canary: Option<CanarySpec>,
+}
+
+/// `spec.rollout.canary`: a label selector or a percentage of the parents.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct CanarySpec {
+    #[serde(default)]
+    pub selector: Option<LabelSelector>,
+    #[serde(default)]
+    pub percent: Option<i64>,
+}
+
+impl RolloutSpec {
+    /// The rollout a version is offered with.
+    pub fn rollout(&self) -> Result<Rollout, CanaryError> {
+        let limit = |n: Option<i64>| n.map(|n| usize::try_from(n).unwrap_or(0));
+        let canary = match &self.canary {
+            Some(canary) => Canary::from_spec(canary.selector.as_ref(), canary.percent)?,
+            None => None,
+        };
+        Ok(Rollout {
+            max_changed_parents: limit(self.max_changed_parents),
+            max_deleted_objects: limit(self.max_deleted_objects),
+            manual: self.approval.as_deref() == Some("Manual"),
+            approved_digest: self.approved_digest.clone(),
+            canary,
+        })
+    }
 }
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
@@ -51,8 +120,30 @@ pub struct Status {
     /// a merge patch removes it.
     #[serde(default)]
     pub probation: Option<ProbationStatus>,
+    /// The plan of the version fetched for this spec, against the version
+    /// serving when it was verified; null until there is one.
+    #[serde(default)]
+    pub plan: Option<SwapPlan>,
+    /// While a canary's version serves the parents it picks; null after.
+    #[serde(default)]
+    pub canary: Option<CanaryStatus>,
+    /// What the shadowed version found; null without `spec.shadow`.
+    #[serde(default)]
+    pub shadow: Option<ShadowStatus>,
     #[serde(default)]
     pub conditions: Vec<Condition>,
+}
+
+/// A canary as the status shows it.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct CanaryStatus {
+    /// sha256 of the version the canary serves.
+    pub digest: String,
+    /// How many parents it picked when it started.
+    pub parents: i64,
+    /// When its watch window closes and it serves every parent (RFC 3339).
+    pub until: String,
 }
 
 /// The serving version's probation: what it would roll back to, and until when.
@@ -204,7 +295,13 @@ mod tests {
         .expect("a LogicModule");
         assert_eq!(
             spec_of(&resource),
-            Spec { image: "127.0.0.1:5000/m@sha256:00".into(), allow_tag: false, verification: None }
+            Spec {
+                image: "127.0.0.1:5000/m@sha256:00".into(),
+                allow_tag: false,
+                verification: None,
+                rollout: RolloutSpec::default(),
+                shadow: None
+            }
         );
     }
 }

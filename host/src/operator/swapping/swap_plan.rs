@@ -1,0 +1,144 @@
+//! The plan of a swap: what a verified version would do differently from
+//! the serving one, parent by parent, computed by the leader from its
+//! caches before anything changes. It is `wasm-operator plan`'s
+//! computation (`offline::reconcile` with both versions on the same inputs
+//! and the same `now`, then `plan::compare`), so the plan a LogicModule's
+//! status shows is the one the command prints for the same cluster. It is
+//! also the dry run: a parent the serving version reconciles and the new
+//! one fails on is a regression, and too many refuse the version.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use kube::Resource;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::authoring::offline::{self, Given};
+use crate::authoring::plan::compare::{self, ParentPlan, Side};
+use crate::authoring::plan::report::Summary;
+use crate::operator::cached_object::CachedObject;
+use crate::operator::inputs::inputs;
+use crate::operator::kinds::{KindError, Kinds};
+use crate::operator::serving::Serving;
+use crate::operator::{Calls, Context};
+
+/// How many changed parents the plan names (the summary counts them all):
+/// a LogicModule's status stays small at any number of parents.
+pub const PARENTS_NAMED: usize = 20;
+
+/// A swap's plan, as the LogicModule's status and events carry it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SwapPlan {
+    /// The version planned (its digest) and the one it was planned against.
+    pub digest: String,
+    pub against: String,
+    #[serde(flatten)]
+    pub summary: Summary,
+    /// The first [`PARENTS_NAMED`] parents it changes, `namespace/name`.
+    pub changed_parents: Vec<String>,
+    /// When it was planned (the `now` both versions' `status` was told).
+    pub planned_at: String,
+    /// Parents the serving version reconciles and this one fails on, with
+    /// why (`namespace/name: ...`); the plan stops counting past the
+    /// failures a dry run allows.
+    #[serde(skip)]
+    pub regressions: Vec<String>,
+}
+
+impl SwapPlan {
+    /// One line for an event or a condition: `9 parents (Greeting): ...`.
+    pub fn line(&self, parent_kind: &str) -> String {
+        self.summary.line(parent_kind)
+    }
+}
+
+/// Every cached parent (not being deleted) through `active` and
+/// `candidate`; stops once more than `failures_allowed` parents regress.
+pub fn plan_swap(
+    ctx: &Context,
+    active: &Serving,
+    candidate: &Serving,
+    failures_allowed: usize,
+    now: &str,
+) -> Result<SwapPlan, KindError> {
+    let active_kinds = Kinds::from_manifest(active.module.manifest())?;
+    let candidate_kinds = Kinds::from_manifest(candidate.module.manifest())?;
+    let mut plan = SwapPlan {
+        digest: candidate.module.digest().to_owned(),
+        against: active.module.digest().to_owned(),
+        planned_at: now.to_owned(),
+        ..SwapPlan::default()
+    };
+    // In namespace and name order: the parents named are the same on every run.
+    let mut parents: Vec<Arc<CachedObject>> = ctx.parents.state();
+    parents.sort_by(|a, b| (&a.meta().namespace, &a.meta().name).cmp(&(&b.meta().namespace, &b.meta().name)));
+    for parent in parents.iter().filter(|p| p.meta().deletion_timestamp.is_none()) {
+        let planned = plan_parent(ctx, parent, (active, &active_kinds), (candidate, &candidate_kinds), now);
+        plan.summary.add(&planned);
+        let name = format!("{}/{}", planned.namespace, planned.name);
+        if planned.fails() {
+            let why = planned.new_error.as_ref().map_or_else(String::new, |e| e.message.clone());
+            plan.regressions.push(format!("{name}: {why}"));
+            // Enough to refuse: a module that loops would cost its
+            // deadline on every parent.
+            if plan.regressions.len() > failures_allowed {
+                break;
+            }
+        }
+        if planned.changed() && plan.changed_parents.len() < PARENTS_NAMED {
+            plan.changed_parents.push(name);
+        }
+    }
+    Ok(plan)
+}
+
+/// One parent through both versions, on the inputs the caches give each
+/// (its children of either version's owned kinds, and the related objects
+/// either version references).
+pub(super) fn plan_parent(
+    ctx: &Context,
+    parent: &CachedObject,
+    (active, active_kinds): (&Serving, &Kinds),
+    (candidate, candidate_kinds): (&Serving, &Kinds),
+    now: &str,
+) -> ParentPlan {
+    let parent_json = parent.module_json(&ctx.parent_kind);
+    let parent_value: Value = serde_json::from_str(&parent_json).unwrap_or_default();
+    let mut owned = Vec::new();
+    let mut related = Vec::new();
+    let mut seen = BTreeSet::new();
+    for serving in [active, candidate] {
+        // A version whose `references` fails fails in the reconcile below
+        // too; its inputs add nothing.
+        let Ok(gathered) = inputs(ctx, Calls::Unrecorded, serving, parent, &parent_json) else { continue };
+        for text in &gathered.current_json {
+            add_once(text, &mut owned, &mut seen);
+        }
+        for text in &gathered.related {
+            add_once(text, &mut related, &mut seen);
+        }
+    }
+    let given = Given { parent: &parent_value, owned: &owned, related: &related, now, problem: None };
+    let before = offline::reconcile(&active.module, active_kinds, &given);
+    let after = offline::reconcile(&candidate.module, candidate_kinds, &given);
+    compare::compare(
+        &parent_value,
+        &owned,
+        &Side { outcome: &before, kinds: active_kinds },
+        &Side { outcome: &after, kinds: candidate_kinds },
+    )
+}
+
+/// Adds the object `text` to `list` unless an object of that apiVersion,
+/// kind, namespace and name is there already (both versions' caches of one
+/// kind are the same cache).
+fn add_once(text: &str, list: &mut Vec<Value>, seen: &mut BTreeSet<(String, String, String, String)>) {
+    let Ok(object) = serde_json::from_str::<Value>(text) else { return };
+    let field = |pointer: &str| object.pointer(pointer).and_then(Value::as_str).unwrap_or_default().to_owned();
+    let key = (field("/apiVersion"), field("/kind"), field("/metadata/namespace"), field("/metadata/name"));
+    if seen.insert(key) {
+        list.push(object);
+    }
+}
