@@ -79,6 +79,7 @@ pub fn options(namespace: &str) -> Options {
         resync_period: Duration::from_secs(3600),
         swap_policy: Default::default(),
         logic_modules: None,
+        record_budget: 4 << 20,
     }
 }
 

@@ -92,6 +92,8 @@ pub struct Metrics {
     pub api_requests: Family<RequestLabels, Counter>,
     pub watches: Family<WatchLabels, Gauge>,
     pub leader: Gauge,
+    pub recorded_reconciles: Family<NameLabels, Gauge>,
+    pub recorded_reconcile_bytes: Family<NameLabels, Gauge>,
 }
 
 fn reconcile_histogram() -> Histogram {
@@ -192,6 +194,18 @@ impl Default for Metrics {
         );
         let leader = Gauge::default();
         registry.register("leader", "1 while this replica holds the leader lease", leader.clone());
+        let recorded_reconciles = Family::<NameLabels, Gauge>::default();
+        registry.register(
+            "recorded_reconciles",
+            "Reconciles recorded and held for export (GET /records), by module",
+            recorded_reconciles.clone(),
+        );
+        let recorded_reconcile_bytes = Family::<NameLabels, Gauge>::default();
+        registry.register(
+            "recorded_reconcile_bytes",
+            "Bytes the recorded reconciles are counted for (their JSON texts and a fixed overhead each; at most --record-budget), by module",
+            recorded_reconcile_bytes.clone(),
+        );
         Self {
             registry,
             reconciles,
@@ -208,6 +222,8 @@ impl Default for Metrics {
             api_requests,
             watches,
             leader,
+            recorded_reconciles,
+            recorded_reconcile_bytes,
         }
     }
 }
