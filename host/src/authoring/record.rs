@@ -78,12 +78,14 @@ async fn fetch(args: &RecordArgs, path: &str) -> Result<String> {
             token_file: Some(file.to_string_lossy().into_owned()),
             ..kube::config::AuthInfo::default()
         },
-        None => {
-            kube::Config::infer()
-                .await
-                .context("no --token-file, and no kubeconfig user to take a token from")?
-                .auth_info
-        }
+        None => match kube::Config::infer().await {
+            Ok(config) => config.auth_info,
+            // An operator serving plain HTTP (--metrics-secure=false) asks none.
+            Err(error) => {
+                tracing::warn!(error = %error, "no --token-file and no kubeconfig: sending no token");
+                kube::config::AuthInfo::default()
+            }
+        },
     };
     config.accept_invalid_certs = args.insecure_skip_tls_verify;
     config.root_cert_file = args.ca_file.clone();
