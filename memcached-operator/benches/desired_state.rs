@@ -200,7 +200,7 @@ fn recorder_cost(module: &LogicModule, cr: &str, secrets: &[String]) {
     // A new parent each time: every record is stored (redacted, copied), the
     // oldest evicted once the budget is reached; no resync shortcut.
     let mut next = 0usize;
-    let mut record = |name: &str| {
+    let record = |name: &str| {
         recorder.record(&Reconciled {
             version: "0.1.0",
             digest: "sha256:bench",
@@ -267,7 +267,7 @@ fn recorder_cost(module: &LogicModule, cr: &str, secrets: &[String]) {
     println!("recorded reconciles: one Memcached reconcile (every feature on, 2 Secrets), median of {ROUNDS} rounds");
     println!("| case | µs | share of the module calls |");
     println!("|---|---:|---:|");
-    println!("| {} | {:.1} | 100% |", "module calls (desired + status, fresh instances)", medians[0] / 1000.0);
+    println!("| module calls (desired + status, fresh instances) | {:.1} | 100% |", medians[0] / 1000.0);
     let share = |ns: f64| 100.0 * ns / medians[0];
     println!(
         "| recording it, a new record (copy, redact 2 Secrets, evict) | {:.2} | {:.2}% |",
