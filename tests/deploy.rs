@@ -510,6 +510,7 @@ async fn rbac_grants_exactly_what_the_operator_uses() {
         resync_period: Duration::from_secs(3600),
         swap_policy: Default::default(),
         logic_modules: None,
+        record_budget: 4 << 20,
     };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let module = ModuleSlot::new(operator_support::memcached_module());

@@ -99,6 +99,7 @@ async fn start_replica(ns: &TestNamespace<'_>, registry: &str, identity: &str, m
             })),
             poll_interval: Duration::from_millis(500),
         }),
+        record_budget: 4 << 20,
         ..options(&namespace)
     };
     let client = ns.plane.client(control_plane::User::Operator).await.expect("an operator client");

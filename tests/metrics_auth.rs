@@ -15,64 +15,14 @@ mod operator_support;
 mod metrics_support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use control_plane::{AuditEvent, User};
+use control_plane::AuditEvent;
 use metrics_support::*;
 use operator_support::*;
-use serde_json::{Value, json};
+use serde_json::json;
 
 const OPERATOR_USER: &str = "memcached-operator";
-
-/// `memcached-operator run` in one namespace as the operator user (bound to
-/// cluster-admin by TestNamespace), with `extra` flags; killed on drop.
-struct Operator {
-    child: Child,
-    lines: Arc<Mutex<Vec<String>>>,
-}
-
-impl Drop for Operator {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Operator {
-    fn start(ns: &TestNamespace<'_>, extra: &[&str]) -> Self {
-        let binary = control_plane::repo_root().join("target/release/memcached-operator");
-        assert!(binary.is_file(), "{} is missing: run `make build`", binary.display());
-        let mut child = Command::new(binary)
-            .args(["run", "--namespace", &ns.namespace, "--leader-elect=false"])
-            .args(["--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0"])
-            .args(extra)
-            .env("KUBECONFIG", ns.plane.kubeconfig(User::Operator))
-            .env_remove("POD_NAME")
-            .stderr(Stdio::piped())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("starting the operator");
-        let lines = collect_stderr(&mut child);
-        Self { child, lines }
-    }
-
-    fn log(&self) -> Vec<Value> {
-        let lines = self.lines.lock().expect("the log").clone();
-        lines.iter().filter_map(|line| serde_json::from_str(line).ok()).collect()
-    }
-
-    /// The metrics address, scheme and health address it logged.
-    async fn serving(&self) -> (String, String, String) {
-        let line = eventually("the operator to serve /metrics", || async {
-            self.log().into_iter().find(|line| line["message"] == json!("serving /metrics, /healthz and /readyz"))
-        })
-        .await;
-        let field = |name: &str| line[name].as_str().unwrap_or_else(|| panic!("{name} in {line}")).to_owned();
-        (field("metrics_address"), field("metrics_scheme"), field("health_address"))
-    }
-}
 
 /// The operator's metrics in the OpenMetrics text format (whatever it has
 /// counted so far).

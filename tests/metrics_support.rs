@@ -162,28 +162,43 @@ pub async fn service_account_token(admin: &Client, namespace: &str, name: &str) 
 /// deploy/'s metrics-reader ClusterRole, applied, and bound to the
 /// ServiceAccount `namespace/name` by a ClusterRoleBinding `binding`.
 pub async fn bind_metrics_reader(plane: &control_plane::ControlPlane, binding: &str, namespace: &str, name: &str) {
-    let role =
-        memcached_tests::yaml_file(&control_plane::repo_root().join("deploy/rbac/metrics_reader_role.yaml")).remove(0);
-    plane.apply_yaml(&role.to_string()).await.expect("applying the metrics-reader ClusterRole");
+    bind_cluster_role(plane, "deploy/rbac/metrics_reader_role.yaml", binding, namespace, name).await;
+}
+
+/// The ClusterRole of `role_file` (relative to the repository), applied,
+/// and bound to the ServiceAccount `namespace/name` by a ClusterRoleBinding
+/// `binding`.
+pub async fn bind_cluster_role(
+    plane: &control_plane::ControlPlane,
+    role_file: &str,
+    binding: &str,
+    namespace: &str,
+    name: &str,
+) {
+    let role = memcached_tests::yaml_file(&control_plane::repo_root().join(role_file)).remove(0);
+    plane.apply_yaml(&role.to_string()).await.expect("applying a ClusterRole");
     let binding = json!({
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
         "metadata": {"name": binding},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role["metadata"]["name"]},
         "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
     });
-    plane.apply_yaml(&binding.to_string()).await.expect("binding metrics-reader");
+    plane.apply_yaml(&binding.to_string()).await.expect("binding a ClusterRole");
 }
 
 /// Whether the API server lets the ServiceAccount `namespace/name` get /metrics now.
 pub async fn may_read_metrics(admin: &Client, namespace: &str, name: &str) -> bool {
+    may_get(admin, namespace, name, "/metrics").await
+}
+
+/// Whether the API server lets the ServiceAccount `namespace/name` get the
+/// non-resource URL `path` now.
+pub async fn may_get(admin: &Client, namespace: &str, name: &str, path: &str) -> bool {
     let review = SubjectAccessReview {
         spec: SubjectAccessReviewSpec {
             user: Some(format!("system:serviceaccount:{namespace}:{name}")),
             groups: Some(vec!["system:serviceaccounts".into(), format!("system:serviceaccounts:{namespace}")]),
-            non_resource_attributes: Some(NonResourceAttributes {
-                path: Some("/metrics".into()),
-                verb: Some("get".into()),
-            }),
+            non_resource_attributes: Some(NonResourceAttributes { path: Some(path.into()), verb: Some("get".into()) }),
             ..Default::default()
         },
         ..Default::default()

@@ -79,6 +79,7 @@ pub fn options(namespace: &str) -> Options {
         resync_period: Duration::from_secs(3600),
         swap_policy: Default::default(),
         logic_modules: None,
+        record_budget: 4 << 20,
     }
 }
 
@@ -438,4 +439,62 @@ pub fn collect_stderr(child: &mut std::process::Child) -> Arc<std::sync::Mutex<V
         }
     });
     lines
+}
+
+/// An operator binary (`target/release/NAME`) in one namespace as the
+/// operator user (bound to cluster-admin by TestNamespace): `run
+/// --namespace NS`, no leader election, metrics and probes on free ports of
+/// 127.0.0.1, then `extra`; killed on drop.
+pub struct Operator {
+    pub child: std::process::Child,
+    pub lines: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Drop for Operator {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Operator {
+    /// `memcached-operator run`.
+    pub fn start(ns: &TestNamespace<'_>, extra: &[&str]) -> Self {
+        Self::start_binary(ns, "memcached-operator", &[], extra)
+    }
+
+    /// `target/release/BINARY GLOBAL... run ... EXTRA...`.
+    pub fn start_binary(ns: &TestNamespace<'_>, binary: &str, global: &[&str], extra: &[&str]) -> Self {
+        use std::process::{Command, Stdio};
+        let binary = control_plane::repo_root().join("target/release").join(binary);
+        assert!(binary.is_file(), "{} is missing: run `make build`", binary.display());
+        let mut child = Command::new(binary)
+            .args(global)
+            .args(["run", "--namespace", &ns.namespace, "--leader-elect=false"])
+            .args(["--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0"])
+            .args(extra)
+            .env("KUBECONFIG", ns.plane.kubeconfig(User::Operator))
+            .env_remove("POD_NAME")
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("starting the operator");
+        let lines = collect_stderr(&mut child);
+        Self { child, lines }
+    }
+
+    pub fn log(&self) -> Vec<Value> {
+        let lines = self.lines.lock().expect("the log").clone();
+        lines.iter().filter_map(|line| serde_json::from_str(line).ok()).collect()
+    }
+
+    /// The metrics address, scheme and health address it logged.
+    pub async fn serving(&self) -> (String, String, String) {
+        let line = eventually("the operator to serve /metrics", || async {
+            self.log().into_iter().find(|line| line["message"] == json!("serving /metrics, /healthz and /readyz"))
+        })
+        .await;
+        let field = |name: &str| line[name].as_str().unwrap_or_else(|| panic!("{name} in {line}")).to_owned();
+        (field("metrics_address"), field("metrics_scheme"), field("health_address"))
+    }
 }

@@ -187,6 +187,12 @@ pub struct RunArgs {
     pub registry: RegistryArgs,
     #[command(flatten)]
     pub compile: CompileArgs,
+    /// Memory kept per module for recorded reconciles (their inputs and
+    /// answers, Secret values redacted; the oldest go first), exported on the
+    /// metrics address's /records for `wasm-operator record` (e.g. 4Mi, 512Ki;
+    /// 0 records nothing).
+    #[arg(long, env = "WASM_OPERATOR_RECORD_BUDGET", default_value = "4Mi", value_parser = parse_bytes)]
+    pub record_budget: u64,
 }
 
 /// How `run` compiles a module that is not precompiled: at start, and every
@@ -528,6 +534,7 @@ pub async fn run_operator(
         } else {
             None
         },
+        record_budget: args.record_budget,
     };
     let slots = modules
         .into_iter()

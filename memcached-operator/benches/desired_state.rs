@@ -156,6 +156,142 @@ fn main() {
     );
 
     module_memory(&engine, rss_before, rss_memcached);
+    recorder_cost(module, &cr, &secrets);
+}
+
+/// The recorder (`--record-budget`, `operator/recording/`): the time to
+/// record one Memcached reconcile (its inputs and answers, the two Secrets
+/// redacted) against that reconcile's module calls (`desired` and `status`,
+/// fresh instances), measured in the same rounds; then the resident memory
+/// a store filled to its budget takes.
+fn recorder_cost(module: &LogicModule, cr: &str, secrets: &[String]) {
+    use wasm_operator::operator::metrics::Metrics;
+    use wasm_operator::operator::recording::{Reconciled, Recorder, StatusAnswer};
+
+    const BUDGET: usize = 4 << 20;
+    let none: Vec<String> = Vec::new();
+    let now = "2026-01-01T00:00:00Z";
+    let desired = module.reconciler().expect("instantiates").desired(cr, &none, secrets).expect("desired");
+    let status = module.reconciler().expect("instantiates").status(cr, &desired, secrets, now, None).expect("status");
+    let answer = StatusAnswer { now: now.to_owned(), text: status };
+    let metrics = Metrics::default();
+    let names: Vec<String> = (0..100_000).map(|i| format!("cache-{i}")).collect();
+    // Memory first, before anything else allocates and frees as much.
+    // Memory: a fresh store filled to its budget.
+    let before = resident_kib();
+    let full = Recorder::new("memcached-full", BUDGET, None, &metrics);
+    for name in names.iter().take(3 * BUDGET / 1000) {
+        full.record(&Reconciled {
+            version: "0.1.0",
+            digest: "sha256:bench",
+            namespace: "production",
+            name,
+            parent: cr,
+            owned: &none,
+            related: secrets,
+            desired: Ok(&desired),
+            status_owned: Some(&desired),
+            problem: None,
+            status: &answer,
+        });
+    }
+    let after = resident_kib();
+    let recorder = Recorder::new("memcached", BUDGET, None, &metrics);
+    // A new parent each time: every record is stored (redacted, copied), the
+    // oldest evicted once the budget is reached; no resync shortcut.
+    let mut next = 0usize;
+    let record = |name: &str| {
+        recorder.record(&Reconciled {
+            version: "0.1.0",
+            digest: "sha256:bench",
+            namespace: "production",
+            name,
+            parent: cr,
+            owned: &none,
+            related: secrets,
+            desired: Ok(&desired),
+            status_owned: Some(&desired),
+            problem: None,
+            status: &answer,
+        });
+    };
+    let mut cases: Vec<(&str, Case<'_>)> = vec![
+        (
+            "module calls of one reconcile (desired + status, fresh instances)",
+            Box::new(|| {
+                let d = module.reconciler().expect("instantiates").desired(cr, &none, secrets).expect("desired");
+                let mut instance = module.reconciler().expect("instantiates");
+                black_box(instance.status(cr, &d, secrets, now, None).expect("status"));
+            }),
+        ),
+        (
+            "recording it (a new record: copy, redact 2 Secrets, evict)",
+            Box::new(|| {
+                record(&names[next % names.len()]);
+                next += 1;
+            }),
+        ),
+    ];
+    for (_, op) in cases.iter_mut() {
+        round(op.as_mut());
+    }
+    let mut samples = vec![Vec::with_capacity(ROUNDS); cases.len()];
+    for _ in 0..ROUNDS {
+        for (i, (_, op)) in cases.iter_mut().enumerate() {
+            samples[i].push(round(op.as_mut()));
+        }
+    }
+    let medians: Vec<f64> = samples.into_iter().map(median).collect();
+    drop(cases);
+    // The resync of an unchanged parent: a fingerprint, no copy.
+    let renew = Recorder::new("memcached", BUDGET, None, &metrics);
+    let renewal = {
+        let mut op = || {
+            renew.record(&Reconciled {
+                version: "0.1.0",
+                digest: "sha256:bench",
+                namespace: "production",
+                name: "cache",
+                parent: cr,
+                owned: &none,
+                related: secrets,
+                desired: Ok(&desired),
+                status_owned: Some(&desired),
+                problem: None,
+                status: &answer,
+            })
+        };
+        median((0..ROUNDS).map(|_| round(&mut op)).collect())
+    };
+    println!();
+    println!("recorded reconciles: one Memcached reconcile (every feature on, 2 Secrets), median of {ROUNDS} rounds");
+    println!("| case | µs | share of the module calls |");
+    println!("|---|---:|---:|");
+    println!("| module calls (desired + status, fresh instances) | {:.1} | 100% |", medians[0] / 1000.0);
+    let share = |ns: f64| 100.0 * ns / medians[0];
+    println!(
+        "| recording it, a new record (copy, redact 2 Secrets, evict) | {:.2} | {:.2}% |",
+        medians[1] / 1000.0,
+        share(medians[1])
+    );
+    println!(
+        "| recording it, a resync of an unchanged parent (renewed) | {:.2} | {:.2}% |",
+        renewal / 1000.0,
+        share(renewal)
+    );
+    let (held, bytes) = recorder.held();
+    println!("goal: recording under 5% of the module calls; a record counts {} bytes", bytes / held.max(1));
+
+    let (held, bytes) = full.held();
+    println!();
+    println!("| store at its budget | records | bytes counted | resident memory added | × budget |");
+    println!("|---|---:|---:|---:|---:|");
+    println!(
+        "| --record-budget 4Mi | {held} | {:.2} MiB | {:.2} MiB | {:.2} |",
+        bytes as f64 / f64::from(1 << 20),
+        after.saturating_sub(before) as f64 / 1024.0,
+        after.saturating_sub(before) as f64 * 1024.0 / BUDGET as f64
+    );
 }
 
 /// This process's resident memory, KiB (Linux).

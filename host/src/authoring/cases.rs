@@ -3,7 +3,8 @@
 //! related objects that exist, the time, and optionally why the writes
 //! failed) and what the module should answer (the desired objects and/or
 //! the status, or an error). A reconcile the operator recorded has the same
-//! shape, with where it was recorded in `recorded`.
+//! shape, with where it was recorded in `recorded` and the objects its
+//! `status` call was given in `statusOwned` (`wasm-operator record`).
 //!
 //! ```yaml
 //! name: hello publishes its message      # optional: the file name (and #n)
@@ -14,6 +15,9 @@
 //! now: "2026-01-01T00:00:00Z"            # optional (this is the default)
 //! problem: null                          # optional: a refused write, for `status`
 //! recorded: {}                           # optional, free-form: where a recorded reconcile comes from
+//! statusOwned: [...]                     # optional: the objects `status` is given (a recorded
+//!                                        # reconcile's: as the writes left them); default: the
+//!                                        # desired objects, checked (invalid spec: the owned ones)
 //! expect:
 //!   desired: [...]                       # the objects, in order (null members ignored)
 //!   status: {...}                        # the parent's new status
@@ -80,6 +84,10 @@ pub struct Case {
     pub now: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub problem: Option<String>,
+    /// The objects `status` is given instead of the desired (resp. owned)
+    /// ones: what a recorded reconcile's `status` call was given.
+    #[serde(rename = "statusOwned", default, skip_serializing_if = "Option::is_none")]
+    pub status_owned: Option<Vec<Value>>,
     #[serde(default)]
     pub expect: Expect,
 }
@@ -287,8 +295,14 @@ pub struct Verdict {
 pub fn run(module: &LogicModule, kinds: &Kinds, case: &Case) -> Verdict {
     let (parent, _) = parents::complete(&case.parent);
     let now = case.now.as_deref().unwrap_or(DEFAULT_NOW);
-    let given =
-        Given { parent: &parent, owned: &case.owned, related: &case.related, now, problem: case.problem.as_deref() };
+    let given = Given {
+        parent: &parent,
+        owned: &case.owned,
+        related: &case.related,
+        now,
+        problem: case.problem.as_deref(),
+        status_owned: case.status_owned.as_deref(),
+    };
     let outcome = offline::reconcile(module, kinds, &given);
     let mut report = compare(&case.expect, &outcome);
     if !report.is_empty() {
@@ -363,19 +377,23 @@ fn list(paths: &BTreeSet<String>) -> String {
 /// checks (all of them when it checks none).
 pub fn actual(previous: &Expect, outcome: &Outcome) -> Expect {
     let everything = previous.desired.is_none() && previous.status.is_none();
-    let error = outcome.error.as_ref().map(|error| {
-        let kind = ErrorKind::of(error);
-        let message = match error {
-            ReconcileError::Spec(crate::modules::LogicError::Unsupported(message)) => Some(message.clone()),
-            ReconcileError::Refused { problem } => Some(problem.clone()),
-            _ => None,
-        };
-        ExpectedError { kind, fields: error.paths(), message }
-    });
+    let error = outcome.error.as_ref().map(expected_error);
     let desired =
         (outcome.error.is_none() && (everything || previous.desired.is_some())).then(|| outcome.desired.clone());
     let status = outcome.status.clone().filter(|_| everything || previous.status.is_some());
     Expect { desired, status, error }
+}
+
+/// The expectation an error passes: its kind, the fields it names and,
+/// where it says more than its kind, its message.
+pub fn expected_error(error: &ReconcileError) -> ExpectedError {
+    let kind = ErrorKind::of(error);
+    let message = match error {
+        ReconcileError::Spec(crate::modules::LogicError::Unsupported(message)) => Some(message.clone()),
+        ReconcileError::Refused { problem } => Some(problem.clone()),
+        _ => None,
+    };
+    ExpectedError { kind, fields: error.paths(), message }
 }
 
 #[cfg(test)]

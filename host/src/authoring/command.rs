@@ -120,6 +120,26 @@ pub enum AuthoringCommand {
         about = "Show what a new module version would do differently from the current one, per parent (reads only)"
     )]
     Plan(Box<super::plan::PlanArgs>),
+    /// Write a running operator's recorded reconciles of one module as a
+    /// case file for `test`: per reconcile, the parent, the owned and related
+    /// objects it was given, the time, and its answer (desired objects,
+    /// status), Secret values redacted. One document per reconcile, newest
+    /// last; `test` replays them on any version of the module.
+    ///
+    ///   kubectl -n memcached-operator-system port-forward deploy/memcached-operator-controller-manager 8443 &
+    ///   wasm-operator record --module memcached --insecure-skip-tls-verify -o recorded.yaml
+    ///   wasm-operator test --module v2.wasm recorded.yaml
+    ///
+    /// --module NAME is the module's manifest name (as /metrics labels it).
+    /// The request goes to --address (the operator's metrics port) with a
+    /// bearer token (--token-file, else the kubeconfig user's), which the API
+    /// server must allow `get` on the non-resource URL /records (the
+    /// records-reader ClusterRole of deploy/rbac/).
+    #[command(
+        verbatim_doc_comment,
+        about = "Write a running operator's recorded reconciles of a module as test cases (GET /records on its metrics port)"
+    )]
+    Record(Box<super::record::RecordArgs>),
 }
 
 #[derive(Args)]
@@ -176,6 +196,10 @@ impl AuthoringCommand {
             AuthoringCommand::Plan(args) => {
                 init_logging();
                 Ok(super::plan::plan_command(modules, *args)?)
+            }
+            AuthoringCommand::Record(args) => {
+                init_logging();
+                super::record::record_command(modules, *args)
             }
         }
     }

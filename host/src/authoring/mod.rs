@@ -14,6 +14,7 @@
 //! - `command`: the commands' arguments and what they print.
 //! - `plan`: `plan`, what a new version would do differently from the
 //!   current one, per parent (reads a cluster, or files).
+//! - `record`: `record`, a running operator's recorded reconciles as cases.
 //! - `dev`: `dev`, a module on a cluster with hot reload (needs one).
 //! - `scaffold`: `new`, a module project from the embedded templates and SDK.
 //! - `componentize`: a Rust module's core wasm into a component.
@@ -29,6 +30,7 @@ pub mod offline;
 pub mod parents;
 pub mod plan;
 pub mod project_command;
+pub mod record;
 pub mod render;
 pub mod scaffold;
 

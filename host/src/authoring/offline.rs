@@ -8,7 +8,10 @@
 //! objects are those of the given ones its `references` answer names. The
 //! status is computed from the objects as they would be after the writes:
 //! the desired objects, checked (for an invalid spec: the current ones, and
-//! `problem` set to the operator's `invalid: ...` text).
+//! `problem` set to the operator's `invalid: ...` text), unless the objects
+//! `status` was given are named (a recorded reconcile's `statusOwned`: the
+//! objects as the operator's writes left them, server-filled fields and
+//! the children's own status included).
 
 use serde_json::Value;
 
@@ -28,6 +31,9 @@ pub struct Given<'a> {
     pub now: &'a str,
     /// Why the writes failed, for `status` (as a refused write would).
     pub problem: Option<&'a str>,
+    /// The objects `status` is given, when known (a recorded reconcile's):
+    /// instead of the checked desired ones (resp. the current ones).
+    pub status_owned: Option<&'a [Value]>,
 }
 
 /// What the operator would do for the parent.
@@ -128,13 +134,16 @@ pub fn reconcile(module: &LogicModule, kinds: &Kinds, given: &Given<'_>) -> Outc
     let related_json: Vec<String> = related.iter().map(ToString::to_string).collect();
     let current_json: Vec<String> = current.iter().map(|(_, o)| o.to_string()).collect();
 
+    let status_owned: Option<Vec<String>> =
+        given.status_owned.map(|objects| objects.iter().map(|o| module_view(o).to_string()).collect());
     let answer = match call(module, &parent, |r| r.desired(&parent, &current_json, &related_json)) {
         Ok(answer) => answer,
         Err(CallError::Logic(error)) => {
             // As the operator: nothing changes, and `status` hears why.
             let problem = error.to_string();
             outcome.error = Some(ReconcileError::Spec(error));
-            status(module, &parent, &current_json, &related_json, given.now, problem, &mut outcome);
+            let owned = status_owned.as_deref().unwrap_or(&current_json);
+            status(module, &parent, owned, &related_json, given.now, problem, &mut outcome);
             return outcome;
         }
         Err(error) => {
@@ -158,7 +167,10 @@ pub fn reconcile(module: &LogicModule, kinds: &Kinds, given: &Given<'_>) -> Outc
         .map(|(_, object)| object.clone())
         .collect();
     outcome.desired = checked.into_iter().map(|object| object.value).collect();
-    let after: Vec<String> = outcome.desired.iter().map(ToString::to_string).collect();
+    let after: Vec<String> = match status_owned {
+        Some(owned) => owned,
+        None => outcome.desired.iter().map(ToString::to_string).collect(),
+    };
     if let Some(problem) = given.problem {
         status(module, &parent, &after, &related_json, given.now, problem.to_owned(), &mut outcome);
     } else {

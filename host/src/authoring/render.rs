@@ -151,7 +151,11 @@ pub fn render(
             let kind = given.get("kind").and_then(Value::as_str).unwrap_or_default();
             let outcome = if parent_kind.is_group_kind_of(api_version, kind) {
                 tracing::debug!(parent = what, "rendering");
-                Ok(offline::reconcile(module, &kinds, &Given { parent: &parent, owned, related, now, problem: None }))
+                Ok(offline::reconcile(
+                    module,
+                    &kinds,
+                    &Given { parent: &parent, owned, related, now, problem: None, status_owned: None },
+                ))
             } else {
                 Err(format!(
                     "not a {} ({}), the module's parent kind",

@@ -56,6 +56,8 @@ pub struct Context {
     pub(super) swap_policy: hot_swap::SwapPolicy,
     /// This module's own writes, so their watch events wake no reconcile.
     pub(super) own_writes: Arc<OwnWrites>,
+    /// This module's recent reconciles, for export (`recording/`).
+    pub recorder: Arc<crate::operator::recording::Recorder>,
 }
 
 impl Context {

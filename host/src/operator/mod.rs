@@ -11,6 +11,7 @@ mod endpoints;
 mod errors;
 pub mod leader;
 mod reconciling;
+pub mod recording;
 mod run;
 mod swapping;
 mod watching;
@@ -55,4 +56,7 @@ pub struct Options {
     /// Follow each module's LogicModule resource (new versions from an OCI
     /// registry); `None` leaves LogicModules alone.
     pub logic_modules: Option<logic_modules::LogicModuleOptions>,
+    /// Bytes of recorded reconciles kept per module (`recording/`); 0
+    /// records nothing.
+    pub record_budget: u64,
 }

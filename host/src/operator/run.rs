@@ -24,7 +24,7 @@ use crate::operator::own_writes::OwnWrites;
 use crate::operator::references::ReferenceIndex;
 use crate::operator::serving::Serving;
 use crate::operator::watching::triggers::Triggers;
-use crate::operator::{Context, OperatorError, Options, events, hot_swap, http, logic_modules, status};
+use crate::operator::{Context, OperatorError, Options, events, hot_swap, http, logic_modules, recording, status};
 
 /// One module, set up: the version it starts on with its caches
 /// subscribed, its triggers.
@@ -172,9 +172,10 @@ pub async fn run(
 
     let readiness = http::Readiness::default();
     let secure = options.metrics_secure.as_ref().map(|settings| (settings, client.clone()));
-    let _servers =
-        http::serve(options.metrics_address, options.health_address, metrics.clone(), readiness.clone(), secure)
-            .await?;
+    let records = Arc::new(recording::Records::new(options.record_budget, metrics.clone()));
+    let endpoints =
+        http::Endpoints { metrics: metrics.clone(), records: records.clone(), readiness: readiness.clone() };
+    let _servers = http::serve(options.metrics_address, options.health_address, endpoints, secure).await?;
 
     let (stop_tx, stop_rx) = watch::channel(false);
     let shutdown_requested = {
@@ -246,6 +247,7 @@ pub async fn run(
             swap: prepared.swap,
             swap_policy: options.swap_policy.clone(),
             own_writes: prepared.own_writes,
+            recorder: records.for_module(&prepared.name, prepared.slot.clone()),
         });
         if let Some((previous, until)) = prepared.resumed_probation {
             hot_swap::resume_probation(&ctx, previous, until);

@@ -104,6 +104,8 @@ pub struct Metrics {
     pub leader: Gauge,
     pub module_shadow_reconciles: Family<NameLabels, Counter>,
     pub module_shadow_differences: Family<ShadowLabels, Counter>,
+    pub recorded_reconciles: Family<NameLabels, Gauge>,
+    pub recorded_reconcile_bytes: Family<NameLabels, Gauge>,
 }
 
 fn reconcile_histogram() -> Histogram {
@@ -216,6 +218,18 @@ impl Default for Metrics {
             "Where a shadowed version's answer differed from the serving one's, per reconcile: by module, object kind and change (create, update, delete, unmanaged, status, fails)",
             module_shadow_differences.clone(),
         );
+        let recorded_reconciles = Family::<NameLabels, Gauge>::default();
+        registry.register(
+            "recorded_reconciles",
+            "Reconciles recorded and held for export (GET /records), by module",
+            recorded_reconciles.clone(),
+        );
+        let recorded_reconcile_bytes = Family::<NameLabels, Gauge>::default();
+        registry.register(
+            "recorded_reconcile_bytes",
+            "Bytes the recorded reconciles are counted for (their JSON texts and a fixed overhead each; at most --record-budget), by module",
+            recorded_reconcile_bytes.clone(),
+        );
         Self {
             registry,
             reconciles,
@@ -234,6 +248,8 @@ impl Default for Metrics {
             leader,
             module_shadow_reconciles,
             module_shadow_differences,
+            recorded_reconciles,
+            recorded_reconcile_bytes,
         }
     }
 }

@@ -18,6 +18,7 @@ use crate::operator::create_or_update::{Outcome, create_or_update};
 use crate::operator::delete_unwanted::delete_unwanted;
 use crate::operator::desired::{self, DesiredObject, Owner};
 use crate::operator::inputs::{Inputs, inputs};
+use crate::operator::recording::Reconciled;
 use crate::operator::serving::Serving;
 use crate::operator::status::{write_stalled, write_status};
 use crate::operator::{Calls, Context, ParentView, ReconcileError, hot_swap, shadow};
@@ -125,7 +126,13 @@ async fn reconcile_parent(parent: &CachedObject, ctx: &Context, serving: &Servin
             // The contract's `status` hears why (its `problem`), as for a
             // refused write.
             let problem = error.to_string();
-            if write_status(ctx, &view, &current_json, Some(&problem)).await? {
+            let mut answered = None;
+            let written = write_status(ctx, &view, &current_json, Some(&problem), &mut answered).await;
+            if let Some(status) = &answered {
+                let desired = Err(&error);
+                ctx.recorder.record(&recorded(&view, desired, None, Some(&problem), status));
+            }
+            if written? {
                 ctx.events.warning(&regarding, "InvalidSpec", error.to_string()).await;
             }
             return Ok(Verdict::Invalid);
@@ -133,6 +140,8 @@ async fn reconcile_parent(parent: &CachedObject, ctx: &Context, serving: &Servin
         Err(source) => return Err(ReconcileError::Module { function: "desired", source }),
     };
     let owner = Owner { namespace, uid };
+    // What it answered, for the record (a copy only when recording).
+    let answered_desired = ctx.recorder.enabled().then(|| answer.clone());
     let desired = match desired::check(&serving.owned_kinds, &owner, answer) {
         Ok(desired) => desired,
         Err(problem) => {
@@ -218,7 +227,12 @@ async fn reconcile_parent(parent: &CachedObject, ctx: &Context, serving: &Servin
         }
         (None, true) => None,
     };
-    let status_changed = write_status(ctx, &view, &owned_now, problem.as_deref()).await;
+    let mut answered = None;
+    let status_changed = write_status(ctx, &view, &owned_now, problem.as_deref(), &mut answered).await;
+    if let (Some(desired), Some(status)) = (&answered_desired, &answered) {
+        let reconciled = recorded(&view, Ok(desired), Some(&owned_now), problem.as_deref(), status);
+        ctx.recorder.record(&reconciled);
+    }
     if let Some(error) = failure {
         ctx.events.warning(&regarding, "ReconcileFailed", error.to_string()).await;
         return Err(error);
@@ -227,6 +241,29 @@ async fn reconcile_parent(parent: &CachedObject, ctx: &Context, serving: &Servin
         ctx.events.warning(&regarding, "KindNotServed", problem).await;
     }
     Ok(Verdict::Applied)
+}
+
+/// The reconcile as its record takes it (`recording/`).
+fn recorded<'a>(
+    view: &ParentView<'a>,
+    desired: Result<&'a [String], &'a crate::modules::LogicError>,
+    status_owned: Option<&'a [String]>,
+    problem: Option<&'a str>,
+    status: &'a crate::operator::status::StatusAnswer,
+) -> Reconciled<'a> {
+    Reconciled {
+        version: &view.module.manifest().version,
+        digest: view.module.digest(),
+        namespace: view.namespace,
+        name: view.name,
+        parent: view.json,
+        owned: view.owned,
+        related: view.related,
+        desired,
+        status_owned,
+        problem,
+        status,
+    }
 }
 
 /// The module itself failed (trapped, ran out of time or memory, or

@@ -120,7 +120,8 @@ pub(super) fn plan_parent(
             add_once(text, &mut related, &mut seen);
         }
     }
-    let given = Given { parent: &parent_value, owned: &owned, related: &related, now, problem: None };
+    let given =
+        Given { parent: &parent_value, owned: &owned, related: &related, now, problem: None, status_owned: None };
     let before = offline::reconcile(&active.module, active_kinds, &given);
     let after = offline::reconcile(&candidate.module, candidate_kinds, &given);
     compare::compare(

@@ -17,6 +17,7 @@ pub async fn write_status(
     parent: &ParentView<'_>,
     owned: &[String],
     problem: Option<&str>,
+    answered: &mut Option<StatusAnswer>,
 ) -> Result<bool, ReconcileError> {
     let now = now();
     let text = ctx
@@ -26,13 +27,14 @@ pub async fn write_status(
         .map_err(|source| ReconcileError::Module { function: "status", source })?;
     let new: Value = serde_json::from_str(&text)
         .map_err(|source| ReconcileError::InvalidOutput { problem: format!("status: {source}") })?;
+    let text = &answered.insert(StatusAnswer { now, text }).text;
     let old = parent.object.status();
     if same_ignoring_nulls(&old, &new) {
         return Ok(false);
     }
     let key = (parent.namespace.to_owned(), parent.name.to_owned());
     let based_on = parent.object.resource_version();
-    let written_hash = StatusMemo::hash(&text);
+    let written_hash = StatusMemo::hash(text);
     if ctx.status_memo.already_written(&key, based_on.as_deref(), written_hash) {
         // The cached parent predates our own last write of this very status
         // (a child's event woke us before the parent's did): nothing to do.
@@ -56,6 +58,13 @@ pub async fn write_status(
     ctx.status_memo.wrote(key, based_on, written_hash);
     tracing::info!(module = ctx.module_name, kind = ctx.parent_kind.name(), name = parent.name, "status updated");
     Ok(true)
+}
+
+/// What `status` was told the time is and what it answered (JSON), for the
+/// reconcile's record (`operator/recording/`).
+pub struct StatusAnswer {
+    pub now: String,
+    pub text: String,
 }
 
 /// The current time as Kubernetes writes it (RFC 3339, second precision).

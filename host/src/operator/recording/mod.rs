@@ -1,0 +1,13 @@
+//! Recorded reconciles: per module, the inputs and answers of its recent
+//! reconciles, in a store bounded by `--record-budget` (`recorder.rs`),
+//! Secret values redacted at recording (`redact.rs`), exported as
+//! `wasm-operator test` cases (`export.rs`) on the metrics address's
+//! `/records` route (`endpoints/http.rs`) for `wasm-operator record`.
+
+pub mod export;
+pub mod recorder;
+pub mod redact;
+
+/// What `status` was told and answered, as a record takes it.
+pub use crate::operator::status::StatusAnswer;
+pub use recorder::{Reconciled, Recorder, Records};
