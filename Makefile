@@ -46,7 +46,7 @@ STATIC_SITE_PY := target/static-site-py.wasm
 STATIC_SITE_MODULES := $(STATIC_SITE_RUST) $(STATIC_SITE_TS) $(STATIC_SITE_PY)
 TEST_MODULES := $(TEST_MODULE) $(TEST_MODULE_VARIANTS) $(PY_MODULE) $(TS_MODULE) $(STATIC_SITE_MODULES)
 
-.PHONY: all build wasm test manifests bench bench-e2e bench-swap bench-compile run render-samples envtest clean
+.PHONY: all build wasm test manifests bench bench-e2e bench-swap bench-plan bench-compile run render-samples envtest clean
 .PHONY: playground playground-serve test-embeddings test-browser test-python-module test-typescript lint test-authoring
 .PHONY: test-python-sdk lint-python
 .PHONY: test-controllers bench-controllers metacontroller
@@ -272,6 +272,12 @@ BENCH_FLAGS ?=
 bench-e2e: $(OPERATOR) go-operator
 	$(CARGO) build --release -p memcached-e2e --bin bench-e2e
 	target/release/bench-e2e --counts $(COUNTS) $(BENCH_FLAGS)
+
+## bench-plan: `wasm-operator plan -f` of greeting v2 against v1 over 1000 and 10,000 parents
+## (PLAN_COUNTS=...): wall time, CPU and peak memory (not part of make test)
+PLAN_COUNTS ?= 1000,10000
+bench-plan: $(HOST) $(TEST_MODULE) target/greeting-v2.wasm
+	PLAN_COUNTS=$(PLAN_COUNTS) bash scripts/bench-plan.sh
 
 ## bench-swap: how long a new module version takes to go live (cold and warm compile cache), and the
 ## dry run's cost per parent, with 1000 parents (COUNTS=100,1000 for more sizes; not part of make test)

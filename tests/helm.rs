@@ -250,7 +250,7 @@ fn namespace_scoped_values_render_a_role_there_and_the_namespace_flag() {
     let cluster_wide = template(&[]);
     let scoped = template(&["--set", "watchNamespace=team-a"]);
     // No cluster-wide RBAC but the metrics reviews' (cluster-scoped
-    // requests) and who may read the metrics.
+    // requests) and who may read the metrics and the recorded reconciles.
     let cluster_wide_rbac: BTreeSet<String> =
         scoped.iter().filter(|o| o["kind"].as_str().is_some_and(|k| k.starts_with("Cluster"))).map(key).collect();
     assert_eq!(
@@ -258,13 +258,16 @@ fn namespace_scoped_values_render_a_role_there_and_the_namespace_flag() {
         [
             "ClusterRole//memcached-operator-metrics-auth",
             "ClusterRole//memcached-operator-metrics-reader",
+            "ClusterRole//memcached-operator-records-reader",
             "ClusterRoleBinding//memcached-operator-metrics-auth",
         ]
         .map(String::from)
         .into(),
         "cluster-wide RBAC"
     );
-    for name in ["memcached-operator-metrics-auth", "memcached-operator-metrics-reader"] {
+    for name in
+        ["memcached-operator-metrics-auth", "memcached-operator-metrics-reader", "memcached-operator-records-reader"]
+    {
         assert_eq!(the(&scoped, "ClusterRole", name), the(&cluster_wide, "ClusterRole", name), "{name}");
     }
 
@@ -770,6 +773,7 @@ async fn helm_install_grants_the_rbac_runs_in_one_namespace_and_uninstalls() {
             "ClusterRole//scoped-memcached-operator-metrics-auth",
             "ClusterRoleBinding//scoped-memcached-operator-metrics-auth",
             "ClusterRole//scoped-memcached-operator-metrics-reader",
+            "ClusterRole//scoped-memcached-operator-records-reader",
         ]
         .map(String::from)
         .into(),

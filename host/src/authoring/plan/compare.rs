@@ -177,6 +177,15 @@ pub fn compare(parent: &Value, live: &[Value], current: &Side<'_>, new: &Side<'_
         // A failing version writes nothing; its error is the news.
         return plan;
     }
+    if current.outcome.error.is_none()
+        && current.outcome.desired == new.outcome.desired
+        && current.outcome.deleted == new.outcome.deleted
+        && current.outcome.status == new.outcome.status
+    {
+        // The same answers leave the same end state: nothing to list, and
+        // no end states to build (a shadow compares on every reconcile).
+        return plan;
+    }
     let live: BTreeMap<Key, &Value> = live.iter().map(|object| (key_of(object), object)).collect();
     let before = end_state(current, &live);
     let after = end_state(new, &live);

@@ -7,7 +7,7 @@
 //! one.
 
 use std::collections::{BTreeMap, HashMap};
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use prometheus_client::metrics::gauge::Gauge;
@@ -151,7 +151,8 @@ impl Record {
 
 /// The inputs and answers of a reconcile, `now` and the time aside.
 fn fingerprint(reconciled: &Reconciled<'_>) -> u64 {
-    let mut hasher = DefaultHasher::new();
+    // Fixed seed: the same reconcile, the same fingerprint.
+    let mut hasher = foldhash::quality::FixedState::with_seed(0).build_hasher();
     reconciled.digest.hash(&mut hasher);
     reconciled.parent.hash(&mut hasher);
     reconciled.owned.hash(&mut hasher);
