@@ -9,3 +9,4 @@ pub mod authoring;
 pub mod cli;
 pub mod modules;
 pub mod operator;
+pub mod planning;

@@ -193,9 +193,9 @@ fn interleaved_medians(cases: &mut [(&str, Case<'_>)]) -> Vec<f64> {
 /// end states, as `plan` does. The candidate here is the same module: the
 /// same work, no difference to list.
 fn shadow_cost(module: &LogicModule, cr: &str, secrets: &[String]) {
-    use wasm_operator::authoring::offline::{self, Given};
-    use wasm_operator::authoring::plan::compare::{Side, compare};
     use wasm_operator::operator::kinds::Kinds;
+    use wasm_operator::planning::compare::{Side, compare};
+    use wasm_operator::planning::offline::{self, Given};
 
     let now = "2026-01-01T00:00:00Z";
     let kinds = Kinds::from_manifest(module.manifest()).expect("the manifest's kinds");

@@ -34,10 +34,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::diff;
-use super::offline::{self, Given, Outcome, ReconcileError};
 use super::parents;
 use crate::modules::{LogicModule, ModuleEngine};
 use crate::operator::kinds::Kinds;
+use crate::planning::offline::{self, Given, Outcome, ReconcileError};
 
 /// The file in a case folder that names the module its cases run against.
 pub const DIR_CONFIG: &str = "wasm-operator-test.yaml";

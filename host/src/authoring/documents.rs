@@ -72,18 +72,10 @@ pub fn to_json_list(objects: &[Value]) -> String {
     text
 }
 
-/// `kind namespace/name` (or `kind name`), for messages.
-pub fn describe(object: &Value) -> String {
-    let kind = object.get("kind").and_then(Value::as_str).unwrap_or("object");
-    let name = object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("(no name)");
-    match object.pointer("/metadata/namespace").and_then(Value::as_str) {
-        Some(namespace) => format!("{kind} {namespace}/{name}"),
-        None => format!("{kind} {name}"),
-    }
-}
+pub use crate::planning::offline::describe;
 
 /// The value without null object members, which the API server drops (and
-/// which the host's comparisons ignore, `operator/compare.rs`).
+/// which the host's comparisons ignore, `operator/writing/compare.rs`).
 pub fn without_nulls(value: &Value) -> Value {
     match value {
         Value::Object(map) => Value::Object(

@@ -3,8 +3,8 @@
 //! one reconcile and the expected answer). Both run the module as the
 //! operator calls it and apply the operator's checks to its answers.
 //!
-//! - `offline`: one reconcile, no cluster: the calls, in the operator's
-//!   order, and its answer checks (`operator/desired.rs`).
+//! - one reconcile without a cluster, and comparing two versions' outcomes,
+//!   are `planning/`'s, which the operator shares.
 //! - `parents`: the namespace and uid a parent written by hand lacks.
 //! - `documents`: objects in and out of YAML and JSON files.
 //! - `render`: the `render` command's work.
@@ -26,7 +26,6 @@ pub mod componentize;
 pub mod dev;
 pub mod diff;
 pub mod documents;
-pub mod offline;
 pub mod parents;
 pub mod plan;
 pub mod project_command;

@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::documents::{self, DocumentError};
-use super::offline::{self, Given, Outcome, ReconcileError};
 use super::parents::{self, Filled};
 use crate::modules::LogicModule;
 use crate::operator::kinds::{KindError, Kinds};
+use crate::planning::offline::{self, Given, Outcome, ReconcileError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum InputError {
@@ -46,10 +46,7 @@ pub fn check_now(text: &str) -> Result<String, InputError> {
         .map_err(|error| InputError::Now { text: text.to_owned(), error: error.to_string() })
 }
 
-/// The current time as the operator passes it (RFC 3339, seconds).
-pub fn now() -> String {
-    jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
-}
+pub use crate::planning::offline::now;
 
 /// One parent of the file, rendered.
 pub struct Rendered {

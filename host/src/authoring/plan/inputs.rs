@@ -16,11 +16,11 @@ use kube::Client;
 use kube::api::{Api, DynamicObject, ListParams};
 use serde_json::Value;
 
-use super::super::offline::{module_view, namespace_of};
 use super::super::parents;
 use super::super::render::{self, InputError};
 use crate::modules::{LogicModule, ObjectRef};
 use crate::operator::kinds::{Kind, Kinds};
+use crate::planning::offline::{module_view, namespace_of};
 
 /// Objects listed per request.
 const PAGE: u32 = 500;

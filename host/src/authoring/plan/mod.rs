@@ -14,8 +14,6 @@
 //! - `fields`: field-level differences, Secrets redacted.
 //! - `report`: text and JSON, and the exit status.
 
-pub mod compare;
-pub mod fields;
 pub mod inputs;
 pub mod report;
 pub mod source;
@@ -26,16 +24,16 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 use serde_json::Value;
 
-use self::compare::{ParentPlan, Side};
 use self::inputs::{Inputs, InputsError, Version};
 use self::report::{Plan, VersionInfo};
 use self::source::{SourceError, VersionSource};
-use super::offline::{self, Given, namespace_of};
 use super::render::{self, InputError};
 use crate::cli::{self, ModuleArgs, RegistryArgs};
 use crate::modules::oci::Registry;
 use crate::modules::{LogicModule, ModuleEngine};
 use crate::operator::kinds::{KindError, Kinds};
+use crate::planning::compare::{self, ParentPlan, Side};
+use crate::planning::offline::{self, Given, namespace_of};
 
 #[derive(Args)]
 pub struct PlanArgs {

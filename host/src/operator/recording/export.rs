@@ -16,10 +16,10 @@ use serde_json::{Map, Value, json};
 
 use super::recorder::{Answer, Record};
 use crate::authoring::cases::{self, Case, CaseFile, Expect};
-use crate::authoring::offline::{self, Given, Outcome, ReconcileError};
 use crate::modules::LogicModule;
 use crate::operator::desired::{self, Owner};
 use crate::operator::kinds::{KindError, Kinds};
+use crate::planning::offline::{self, Given, Outcome, ReconcileError};
 
 /// At most this many differing fields are named per record.
 const MAX_DIFFERING_PATHS: usize = 20;

@@ -740,7 +740,7 @@ fn same_parent(active: &Manifest, candidate: &Manifest) -> Result<(), String> {
 /// (beyond the allowed count).
 fn dry_run(ctx: &Context, active: &Serving, candidate: &Serving) -> Result<SwapPlan, Refusal> {
     let allowed = ctx.swap_policy.dry_run_failures_allowed;
-    let now = crate::authoring::render::now();
+    let now = crate::planning::offline::now();
     let plan = plan_swap(ctx, active, candidate, allowed, &now)
         .map_err(|error| Refusal::new("UnsupportedKind", error.to_string()))?;
     if plan.regressions.len() > allowed {

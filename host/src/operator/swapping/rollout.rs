@@ -123,7 +123,7 @@ fn bucket(namespace: &str, name: &str) -> u8 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::authoring::plan::report::Summary;
+    use crate::planning::summary::Summary;
 
     fn plan(changed: usize, deleted: usize) -> SwapPlan {
         SwapPlan {

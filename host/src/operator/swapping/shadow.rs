@@ -89,7 +89,7 @@ pub fn compare(ctx: &Context, serving: &Serving, shadow: &Shadow, parent: &Cache
         return;
     }
     let Ok(serving_kinds) = Kinds::from_manifest(serving.module.manifest()) else { return };
-    let now = crate::authoring::render::now();
+    let now = crate::planning::offline::now();
     let planned = plan_parent(ctx, parent, (serving, &serving_kinds), (&shadow.serving, &shadow.kinds), &now);
     let parent_kind = ctx.parent_kind.name().to_owned();
     let mut differences: Vec<(String, &'static str)> =

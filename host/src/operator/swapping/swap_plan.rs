@@ -14,14 +14,14 @@ use kube::Resource;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::authoring::offline::{self, Given};
-use crate::authoring::plan::compare::{self, ParentPlan, Side};
-use crate::authoring::plan::report::Summary;
 use crate::operator::cached_object::CachedObject;
 use crate::operator::inputs::inputs;
 use crate::operator::kinds::{KindError, Kinds};
 use crate::operator::serving::Serving;
 use crate::operator::{Calls, Context};
+use crate::planning::compare::{self, ParentPlan, Side};
+use crate::planning::offline::{self, Given};
+use crate::planning::summary::Summary;
 
 /// How many changed parents the plan names (the summary counts them all):
 /// a LogicModule's status stays small at any number of parents.

@@ -1,6 +1,6 @@
 //! One reconcile without a cluster: the calls the operator makes for a
-//! parent, in its order (`operator/reconcile.rs`), with the checks it
-//! applies to the answers (`operator/desired.rs`), writing nothing.
+//! parent, in its order (`operator/reconciling/reconcile.rs`), with the checks it
+//! applies to the answers (`operator/reconciling/desired.rs`), writing nothing.
 //!
 //! The owned objects the module is given are those of the given ones the
 //! parent controls (a controller owner reference with its uid) of an owned
@@ -21,7 +21,7 @@ use crate::operator::kinds::{Kind, Kinds};
 
 /// What the operator would hand the module, and the parent it is for.
 pub struct Given<'a> {
-    /// The parent, with a namespace and a uid ([`super::parents::complete`]).
+    /// The parent, with a namespace and a uid ([`crate::authoring::parents::complete`]).
     pub parent: &'a Value,
     /// Objects that exist: those the parent controls are passed as owned.
     pub owned: &'a [Value],
@@ -275,7 +275,7 @@ pub fn select_owned(
     let mut selected: Vec<(usize, Value)> = Vec::new();
     for object in given {
         let Some((index, _)) = kind_of(owned, object) else {
-            ignored.push(format!("owned {}: not an owned kind of the module", super::documents::describe(object)));
+            ignored.push(format!("owned {}: not an owned kind of the module", describe(object)));
             continue;
         };
         if namespace_of(object) != parent.namespace {
@@ -292,7 +292,7 @@ pub fn select_owned(
             // hand (its uid filled in) and children captured from a cluster.
             Some((reference, other)) if names_parent(reference, parent) => ignored.push(format!(
                 "owned {}: its controller is {} {} with uid {other}, not this parent's uid {uid} (give the parent its uid)",
-                super::documents::describe(object),
+                describe(object),
                 parent.kind.name(),
                 parent.name
             )),
@@ -300,7 +300,7 @@ pub fn select_owned(
             Some(_) => {}
             None => ignored.push(format!(
                 "owned {}: no controller owner reference (the operator passes only the objects a parent controls; uid {uid})",
-                super::documents::describe(object)
+                describe(object)
             )),
         }
     }
@@ -342,6 +342,21 @@ pub fn select_related(
         selected.extend(found.map(module_view));
     }
     selected
+}
+
+/// `kind namespace/name` (or `kind name`), for messages.
+pub fn describe(object: &Value) -> String {
+    let kind = object.get("kind").and_then(Value::as_str).unwrap_or("object");
+    let name = object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("(no name)");
+    match object.pointer("/metadata/namespace").and_then(Value::as_str) {
+        Some(namespace) => format!("{kind} {namespace}/{name}"),
+        None => format!("{kind} {name}"),
+    }
+}
+
+/// The current time as the operator passes it to `status` (RFC 3339, seconds).
+pub fn now() -> String {
+    jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 #[cfg(test)]

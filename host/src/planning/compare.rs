@@ -30,9 +30,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::fields::{self, FieldChange};
-use crate::authoring::offline::{Outcome, ReconcileError};
 use crate::operator::compare::same_ignoring_nulls;
 use crate::operator::kinds::Kinds;
+use crate::planning::offline::{Outcome, ReconcileError};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]

@@ -1,6 +1,6 @@
 //! Field-level differences between two objects (or two statuses), as
 //! `path: old -> new` lines: maps member by member (the members a merge
-//! patch names, `operator/compare.rs`), lists by `name` when every item has
+//! patch names, `operator/writing/compare.rs`), lists by `name` when every item has
 //! one (containers, ports, env) and by index otherwise. A null member counts
 //! as absent, as in the operator's comparisons. A Secret's `data` and
 //! `stringData` values are never shown: only that they change.
