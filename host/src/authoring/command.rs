@@ -126,8 +126,8 @@ pub enum AuthoringCommand {
     /// status), Secret values redacted. One document per reconcile, newest
     /// last; `test` replays them on any version of the module.
     ///
-    ///   kubectl -n memcached-operator-system port-forward deploy/memcached-operator-controller-manager 8443 &
-    ///   wasm-operator record --module memcached --insecure-skip-tls-verify -o recorded.yaml
+    ///   kubectl -n my-operator-system port-forward deploy/my-operator 8443 &
+    ///   wasm-operator record --module greeting --insecure-skip-tls-verify -o recorded.yaml
     ///   wasm-operator test --module v2.wasm recorded.yaml
     ///
     /// --module NAME is the module's manifest name (as /metrics labels it).

@@ -1,4 +1,4 @@
-//! The host's swap log lines (target `wasm_operator::operator::hot_swap`:
+//! The host's swap log lines (target `wasm_operator::operator::swapping::hot_swap`:
 //! a new version verifying, swapped in, refused, rolled back, past its
 //! watch window) printed to stdout among the objects, as `swap: ...`.
 
@@ -11,7 +11,7 @@ use tracing_subscriber::layer::Context;
 
 use super::printer::emit;
 
-const TARGET: &str = "wasm_operator::operator::hot_swap";
+const TARGET: &str = "wasm_operator::operator::swapping::hot_swap";
 
 /// Fields left out of the line: timings, and the module's name (one module).
 const LEFT_OUT: &[&str] = &["module", "dry_run_us", "took_us"];
