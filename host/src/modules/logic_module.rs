@@ -7,9 +7,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
-use wasmtime::component::{Component, InstancePre, Linker};
+use wasmtime::component::{Component, ComponentExportIndex, Instance, InstancePre, Linker};
 use wasmtime::{Engine, Store, Trap};
 
+use super::answer::{BoundedText, BoundedTexts, RefusedAnswer};
 use super::compiler::CompileError;
 use super::contract::{self, ContractError};
 use super::engine::{CallState, DEADLINE, DEADLINE_TICKS, MEMORY_LIMIT_BYTES, ModuleEngine};
@@ -170,6 +171,10 @@ pub enum CallError {
     OutOfMemory,
     #[error("instantiating the logic module: {0:#}")]
     Instantiate(wasmtime::Error),
+    /// An answer refused as it crossed the component boundary (too many
+    /// objects, too large, not UTF-8): never copied whole into the host.
+    #[error("the logic module answered something the host refuses: {0}")]
+    Refused(RefusedAnswer),
 }
 
 impl CallError {
@@ -181,6 +186,7 @@ impl CallError {
             CallError::DeadlineExceeded => "ModuleDeadlineExceeded",
             CallError::OutOfMemory => "ModuleOutOfMemory",
             CallError::Instantiate(_) => "ModuleInstantiationFailed",
+            CallError::Refused(_) => "ModuleInvalidOutput",
         }
     }
 
@@ -201,7 +207,11 @@ pub struct LogicModule {
     /// The contract export it was bound through, with its version.
     contract: String,
     instance_pre: InstancePre<CallState>,
-    reconciler_pre: bindings::LogicModulePre<CallState>,
+    indices: bindings::LogicModuleIndices,
+    /// `desired` and `status`, called through [`BoundedTexts`] and
+    /// [`BoundedText`] (`answer.rs`) rather than the bindings' own types.
+    desired_export: ComponentExportIndex,
+    status_export: ComponentExportIndex,
     manifest: Arc<Manifest>,
     /// Whether it imports WASI: its calls then run off the async runtime.
     imports_wasi: bool,
@@ -304,15 +314,26 @@ impl LogicModule {
         let instance_pre = linker
             .instantiate_pre(component)
             .map_err(|error| LoadError::Link { source_name: source.clone(), error })?;
-        let reconciler_pre = bindings::LogicModulePre::new(instance_pre.clone())
+        let indices = bindings::LogicModuleIndices::new(&instance_pre)
             .map_err(|error| LoadError::Link { source_name: source.clone(), error })?;
+        let export = |name: &str| {
+            let component = instance_pre.component();
+            let interface = component.get_export_index(None, &checked.export);
+            component.get_export_index(interface.as_ref(), name).ok_or_else(|| LoadError::Link {
+                source_name: source.clone(),
+                error: wasmtime::Error::msg(format!("{} exports no {name}", checked.export)),
+            })
+        };
+        let (desired_export, status_export) = (export("desired")?, export("status")?);
         let mut module = Self {
             engine: engine.clone(),
             source,
             digest,
             contract: checked.export,
             instance_pre,
-            reconciler_pre,
+            indices,
+            desired_export,
+            status_export,
             manifest: Arc::new(empty_manifest()),
             imports_wasi: checked.imports_wasi,
         };
@@ -380,8 +401,16 @@ impl LogicModule {
     /// A fresh instance of the reconciler, in its own store.
     pub fn reconciler(&self) -> CallResult<Reconciler> {
         let mut store = self.engine.store();
-        let bindings = self.reconciler_pre.instantiate(&mut store).map_err(|error| failure(&store, error))?;
-        Ok(Reconciler { store, bindings, imports_wasi: self.imports_wasi })
+        let instance = self.instance_pre.instantiate(&mut store).map_err(|error| failure(&store, error))?;
+        let bindings = self.indices.load(&mut store, &instance).map_err(|error| failure(&store, error))?;
+        Ok(Reconciler {
+            store,
+            bindings,
+            instance,
+            desired_export: self.desired_export,
+            status_export: self.status_export,
+            imports_wasi: self.imports_wasi,
+        })
     }
 }
 
@@ -431,7 +460,9 @@ fn check_manifest(manifest: &Manifest) -> Result<(), String> {
 /// a panic the module reported before trapping, or another trap. For hosts
 /// binding more of a module's exports.
 pub fn failure(store: &Store<CallState>, error: wasmtime::Error) -> CallError {
-    if error.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
+    if let Some(refused) = error.downcast_ref::<RefusedAnswer>() {
+        CallError::Refused(refused.clone())
+    } else if error.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
         CallError::DeadlineExceeded
     } else if store.data().limits.refused_growth {
         CallError::OutOfMemory
@@ -446,7 +477,19 @@ pub fn failure(store: &Store<CallState>, error: wasmtime::Error) -> CallError {
 pub struct Reconciler {
     store: Store<CallState>,
     bindings: bindings::LogicModule,
+    instance: Instance,
+    desired_export: ComponentExportIndex,
+    status_export: ComponentExportIndex,
     imports_wasi: bool,
+}
+
+/// What one call reaches of an instance: the bindings' functions, and
+/// `desired` and `status` by export index for their bounded answers.
+struct Exports<'a> {
+    guest: &'a wit::Guest,
+    instance: Instance,
+    desired: &'a ComponentExportIndex,
+    status: &'a ComponentExportIndex,
 }
 
 impl Reconciler {
@@ -459,20 +502,26 @@ impl Reconciler {
     /// poll), which panics inside one.
     fn call<T: Send, E: Into<LogicError> + Send>(
         &mut self,
-        call: impl FnOnce(&wit::Guest, &mut Store<CallState>) -> wasmtime::Result<Result<T, E>> + Send,
+        call: impl FnOnce(&Exports<'_>, &mut Store<CallState>) -> wasmtime::Result<Result<T, E>> + Send,
     ) -> CallResult<T> {
         self.store.set_epoch_deadline(DEADLINE_TICKS);
         let guest = self.bindings.wasm_operator_controller_reconciler().clone();
+        let exports = Exports {
+            guest: &guest,
+            instance: self.instance,
+            desired: &self.desired_export,
+            status: &self.status_export,
+        };
         let store = &mut self.store;
         let answer = if self.imports_wasi && tokio::runtime::Handle::try_current().is_ok() {
             std::thread::scope(|scope| {
                 scope
-                    .spawn(|| call(&guest, store))
+                    .spawn(|| call(&exports, store))
                     .join()
                     .unwrap_or_else(|_| Err(wasmtime::Error::msg("the host's thread for this call panicked")))
             })
         } else {
-            call(&guest, store)
+            call(&exports, store)
         };
         match answer {
             Ok(Ok(value)) => Ok(value),
@@ -488,15 +537,23 @@ impl Reconciler {
     }
 
     pub fn manifest(&mut self) -> CallResult<Manifest> {
-        self.call(|guest, store| guest.call_manifest(store).map(Ok::<_, wit::Error>))
+        self.call(|exports, store| exports.guest.call_manifest(store).map(Ok::<_, wit::Error>))
     }
 
     pub fn references(&mut self, parent: &str) -> CallResult<Vec<ObjectRef>> {
-        self.call(|guest, store| guest.call_references(store, parent))
+        self.call(|exports, store| exports.guest.call_references(store, parent))
     }
 
     pub fn desired(&mut self, parent: &str, owned: &[String], related: &[String]) -> CallResult<Vec<String>> {
-        self.call(|guest, store| guest.call_desired(store, parent, owned, related))
+        self.call(|exports, store| {
+            let desired =
+                exports.instance.get_typed_func::<(&str, &[String], &[String]), (Result<BoundedTexts, wit::Error>,)>(
+                    &mut *store,
+                    exports.desired,
+                )?;
+            let (answer,) = desired.call(&mut *store, (parent, owned, related))?;
+            Ok(answer.map(|texts| texts.0))
+        })
     }
 
     pub fn status(
@@ -507,7 +564,16 @@ impl Reconciler {
         now: &str,
         problem: Option<&str>,
     ) -> CallResult<String> {
-        self.call(|guest, store| guest.call_status(store, parent, owned, related, now, problem))
+        self.call(|exports, store| {
+            let status = exports
+                .instance
+                .get_typed_func::<(&str, &[String], &[String], &str, Option<&str>), (Result<BoundedText, wit::Error>,)>(
+                    &mut *store,
+                    exports.status,
+                )?;
+            let (answer,) = status.call(&mut *store, (parent, owned, related, now, problem))?;
+            Ok(answer.map(|text| text.0))
+        })
     }
 }
 

@@ -5,6 +5,8 @@
 //!   (pooling allocator, epoch deadline, memory limit).
 //! - `compiler`: new versions compiled by a child process under a memory
 //!   bound and a deadline, into an on-disk cache the operator maps.
+//! - `answer`: a module's answer bounded as it crosses the component
+//!   boundary (objects, bytes, UTF-8), and refused answers' reasons.
 //! - `contract`: what a component must export and may import, checked
 //!   before anything runs, with an error naming the file and what is wrong.
 //! - `crd_check`: the CRD a manifest ships describes its parent kind.
@@ -16,6 +18,7 @@
 //! - `oci`: modules pulled from (and pushed to) OCI registries.
 //! - `signature`: their cosign signatures, checked against a public key.
 
+mod answer;
 pub mod compiler;
 mod contract;
 mod crd_check;
@@ -28,6 +31,7 @@ mod slot;
 mod source;
 mod wasi;
 
+pub use answer::{MAX_ANSWER_BYTES, MAX_DEPTH, MAX_OBJECTS, Refusal, RefusedAnswer, check_bounds, check_status, parse};
 pub use contract::{CONTRACT, CONTRACT_MAJOR, CONTRACT_VERSION, ContractError};
 pub use engine::{CallState, DEADLINE, MEMORY_LIMIT_BYTES, ModuleEngine};
 pub use logic_module::{

@@ -1,7 +1,7 @@
 //! Why a reconcile failed (and whether that counts against a new module
 //! version), and why the operator could not start.
 
-use crate::modules::{CallError, LogicError};
+use crate::modules::{CallError, LogicError, Refusal, RefusedAnswer};
 use crate::operator::http;
 use crate::operator::kinds::KindError;
 use crate::operator::leader::LeaderError;
@@ -10,8 +10,8 @@ use crate::operator::leader::LeaderError;
 pub enum ReconcileError {
     #[error("the logic module failed in {function}: {source}")]
     Module { function: &'static str, source: CallError },
-    #[error("the logic module answered something the host refuses: {problem}")]
-    InvalidOutput { problem: String },
+    #[error("the logic module answered something the host refuses: {0}")]
+    InvalidOutput(RefusedAnswer),
     #[error("{verb} {kind} {namespace}/{name}: {source}")]
     Api { verb: &'static str, kind: String, namespace: String, name: String, source: Box<kube::Error> },
     #[error("{kind} {namespace}/{name}: {source}")]
@@ -42,7 +42,17 @@ impl ReconcileError {
     pub fn module_failure(&self) -> Option<&'static str> {
         match self {
             ReconcileError::Module { source, .. } if source.is_module_failure() => Some(source.reason()),
-            ReconcileError::InvalidOutput { .. } => Some("ModuleInvalidOutput"),
+            ReconcileError::InvalidOutput(_) => Some("ModuleInvalidOutput"),
+            _ => None,
+        }
+    }
+
+    /// Why the host refused the module's answer, if it did: as it crossed
+    /// the component boundary, or when checked.
+    pub fn refusal(&self) -> Option<Refusal> {
+        match self {
+            ReconcileError::InvalidOutput(refused)
+            | ReconcileError::Module { source: CallError::Refused(refused), .. } => Some(refused.reason),
             _ => None,
         }
     }

@@ -15,7 +15,7 @@
 
 use serde_json::Value;
 
-use crate::modules::{CallError, LogicError, LogicModule, ObjectRef};
+use crate::modules::{CallError, LogicError, LogicModule, ObjectRef, check_status};
 use crate::operator::desired::{self, Owner};
 use crate::operator::kinds::{Kind, Kinds};
 
@@ -82,7 +82,7 @@ impl ReconcileError {
             ReconcileError::Spec(LogicError::Invalid(_)) => "invalid",
             ReconcileError::Spec(LogicError::Malformed(_)) => "malformed",
             ReconcileError::Spec(LogicError::Unsupported(_)) => "unsupported",
-            ReconcileError::Refused { .. } => "refused",
+            ReconcileError::Refused { .. } | ReconcileError::Module { error: CallError::Refused(_), .. } => "refused",
             ReconcileError::Module { .. } => "failed",
         }
     }
@@ -153,8 +153,8 @@ pub fn reconcile(module: &LogicModule, kinds: &Kinds, given: &Given<'_>) -> Outc
     };
     let checked = match desired::check(&kinds.owned, &Owner { namespace, uid }, answer) {
         Ok(checked) => checked,
-        Err(problem) => {
-            outcome.error = Some(ReconcileError::Refused { problem });
+        Err(refused) => {
+            outcome.error = Some(ReconcileError::Refused { problem: refused.to_string() });
             return outcome;
         }
     };
@@ -203,9 +203,9 @@ fn finish_status(answer: Result<String, CallError>, problem: Option<String>, out
         }
     };
     match answer {
-        Ok(text) => match serde_json::from_str::<Value>(&text) {
+        Ok(text) => match check_status(&text) {
             Ok(status) => outcome.status = Some(status),
-            Err(error) => failed(outcome, ReconcileError::Refused { problem: format!("status: {error}") }),
+            Err(refused) => failed(outcome, ReconcileError::Refused { problem: refused.to_string() }),
         },
         Err(error) => failed(outcome, ReconcileError::Module { function: "status", error }),
     }

@@ -79,6 +79,16 @@ pub struct WatchLabels {
     pub kind: String,
 }
 
+/// A module answer the host refused: the module and why (`other_namespace`,
+/// `not_owned_kind`, `other_owner`, `too_many_objects`, `too_large`,
+/// `too_deep`, `invalid_utf8`, `duplicate`, `status_not_object`, `not_json`,
+/// ...: `modules::Refusal`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RefusedLabels {
+    pub module: String,
+    pub reason: &'static str,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RequestLabels {
     pub verb: &'static str,
@@ -106,6 +116,7 @@ pub struct Metrics {
     pub module_shadow_differences: Family<ShadowLabels, Counter>,
     pub recorded_reconciles: Family<NameLabels, Gauge>,
     pub recorded_reconcile_bytes: Family<NameLabels, Gauge>,
+    pub module_refused_answers: Family<RefusedLabels, Counter>,
 }
 
 fn reconcile_histogram() -> Histogram {
@@ -230,6 +241,13 @@ impl Default for Metrics {
             "Bytes the recorded reconciles are counted for (their JSON texts and a fixed overhead each; at most --record-budget), by module",
             recorded_reconcile_bytes.clone(),
         );
+        // Refused module answers (issue 22 item 2), kept in one block.
+        let module_refused_answers = Family::<RefusedLabels, Counter>::default();
+        registry.register(
+            "module_refused_answers",
+            "Module answers the host refused before writing anything (another namespace, a kind not owned, another parent's controller, too many objects, too large, too deep, not UTF-8, duplicates, a status not an object, not JSON), by module and reason",
+            module_refused_answers.clone(),
+        );
         Self {
             registry,
             reconciles,
@@ -250,6 +268,7 @@ impl Default for Metrics {
             module_shadow_differences,
             recorded_reconciles,
             recorded_reconcile_bytes,
+            module_refused_answers,
         }
     }
 }
@@ -361,6 +380,12 @@ impl ModuleMetrics {
     pub fn module_called(&self, function: &'static str, took: Duration) {
         let labels = FunctionLabels { module: self.module.clone(), function };
         self.metrics.module_call_duration.get_or_create(&labels).observe(took.as_secs_f64());
+    }
+
+    /// An answer of the module's the host refused, and why.
+    pub fn refused_answer(&self, reason: &'static str) {
+        let labels = RefusedLabels { module: self.module.clone(), reason };
+        self.metrics.module_refused_answers.get_or_create(&labels).inc();
     }
 
     pub fn module_failed(&self, reason: &'static str) {

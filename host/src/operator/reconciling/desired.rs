@@ -8,6 +8,7 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
+use crate::modules::{Refusal, RefusedAnswer, check_bounds, parse};
 use crate::operator::kinds::Kind;
 
 /// One object the module wants, checked.
@@ -24,33 +25,48 @@ pub struct Owner<'a> {
     pub uid: &'a str,
 }
 
-pub fn check(owned: &[Kind], owner: &Owner<'_>, texts: Vec<String>) -> Result<Vec<DesiredObject>, String> {
+/// The answer checked whole: within the limits on objects and bytes
+/// (`modules/answer.rs`: already refused there as it crossed the boundary,
+/// checked again for answers that come another way), then each object.
+pub fn check(owned: &[Kind], owner: &Owner<'_>, texts: Vec<String>) -> Result<Vec<DesiredObject>, RefusedAnswer> {
+    check_bounds(texts.len(), texts.iter().map(String::len))?;
     let mut seen = HashSet::new();
     let mut objects = Vec::with_capacity(texts.len());
     for (position, text) in texts.into_iter().enumerate() {
-        let object = check_one(owned, owner, &text).map_err(|problem| format!("object {position}: {problem}"))?;
+        let object = check_one(owned, owner, position, &text)?;
         if !seen.insert((object.kind_index, object.name.clone())) {
             let kind = owned[object.kind_index].name();
-            return Err(format!("object {position}: {kind} {} is answered twice", object.name));
+            let problem = format!("object {position}: {kind} {} is answered twice (metadata.name)", object.name);
+            return Err(RefusedAnswer::new(Refusal::Duplicate, problem));
         }
         objects.push(object);
     }
     Ok(objects)
 }
 
-fn check_one(owned: &[Kind], owner: &Owner<'_>, text: &str) -> Result<DesiredObject, String> {
-    let mut value: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+fn check_one(owned: &[Kind], owner: &Owner<'_>, position: usize, text: &str) -> Result<DesiredObject, RefusedAnswer> {
+    let refused = |reason, problem: String| RefusedAnswer::new(reason, format!("object {position}: {problem}"));
+    let mut value = parse(&format!("object {position}"), text)?;
+    if !value.is_object() {
+        return Err(refused(Refusal::NotObject, "not a JSON object".to_owned()));
+    }
     let api_version = value.get("apiVersion").and_then(Value::as_str).unwrap_or_default().to_owned();
     let kind = value.get("kind").and_then(Value::as_str).unwrap_or_default().to_owned();
     let Some(kind_index) = owned.iter().position(|k| k.resource.api_version == api_version && k.resource.kind == kind)
     else {
         let owned: Vec<String> = owned.iter().map(|k| format!("{}/{}", k.resource.api_version, k.name())).collect();
-        return Err(format!("{api_version}/{kind} is not an owned kind of the manifest ({})", owned.join(", ")));
+        let problem = format!(
+            "{api_version}/{kind} is not an owned kind of the manifest ({}) (apiVersion, kind)",
+            owned.join(", ")
+        );
+        return Err(refused(Refusal::NotOwnedKind, problem));
     };
     let name = value.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_owned();
     if name.is_empty() {
-        return Err(format!("{kind} has no metadata.name"));
+        return Err(refused(Refusal::NoName, format!("{kind} has no metadata.name")));
     }
+    // No namespace: the parent's (owned kinds are namespaced, and every
+    // write goes to the parent's namespace). Any other: refused.
     match value.pointer("/metadata/namespace") {
         None | Some(Value::Null) => {
             if let Some(metadata) = value.get_mut("metadata").and_then(Value::as_object_mut) {
@@ -59,15 +75,34 @@ fn check_one(owned: &[Kind], owner: &Owner<'_>, text: &str) -> Result<DesiredObj
         }
         Some(Value::String(namespace)) if namespace == owner.namespace => {}
         Some(other) => {
-            return Err(format!("{kind} {name} is in namespace {other}, not the parent's ({})", owner.namespace));
+            let problem = format!(
+                "{kind} {name} is in namespace {other}, not the parent's ({}) (metadata.namespace)",
+                owner.namespace
+            );
+            return Err(refused(Refusal::OtherNamespace, problem));
         }
     }
-    let controlled = value
-        .pointer("/metadata/ownerReferences")
-        .and_then(Value::as_array)
-        .is_some_and(|refs| refs.iter().any(|r| r["controller"] == Value::Bool(true) && r["uid"] == owner.uid));
+    let references = value.pointer("/metadata/ownerReferences").and_then(Value::as_array);
+    let controllers =
+        references.into_iter().flatten().enumerate().filter(|(_, r)| r["controller"] == Value::Bool(true));
+    let mut controlled = false;
+    for (index, reference) in controllers {
+        if reference["uid"] != owner.uid {
+            let uid = &reference["uid"];
+            let problem = format!(
+                "{kind} {name} names another controller (uid {uid}), not the parent (uid {}) (metadata.ownerReferences[{index}])",
+                owner.uid
+            );
+            return Err(refused(Refusal::OtherOwner, problem));
+        }
+        controlled = true;
+    }
     if !controlled {
-        return Err(format!("{kind} {name} has no controller owner reference to the parent (uid {})", owner.uid));
+        let problem = format!(
+            "{kind} {name} has no controller owner reference to the parent (uid {}) (metadata.ownerReferences)",
+            owner.uid
+        );
+        return Err(refused(Refusal::OtherOwner, problem));
     }
     Ok(DesiredObject { kind_index, name, value })
 }
@@ -117,16 +152,79 @@ mod tests {
         assert_eq!(checked[1].value["metadata"]["namespace"], "team");
     }
 
+    fn refused(texts: Vec<String>) -> (Refusal, String) {
+        let refused = check(&kinds(), &OWNER, texts).err().expect("refused");
+        (refused.reason, refused.problem)
+    }
+
     #[test]
-    fn each_bad_answer_is_refused_with_its_reason() {
-        let refused = |text: String| check(&kinds(), &OWNER, vec![text]).err().expect("refused");
-        assert!(refused("{".into()).starts_with("object 0: not JSON"));
-        assert!(refused(object("v1", "Secret", "s", None, "u-1")).contains("v1/Secret is not an owned kind"));
-        assert!(refused(object("apps/v2", "Deployment", "d", None, "u-1")).contains("not an owned kind"));
-        assert!(refused(object("v1", "ConfigMap", "", None, "u-1")).contains("no metadata.name"));
-        assert!(refused(object("v1", "ConfigMap", "c", Some("other"), "u-1")).contains("not the parent's"));
-        assert!(refused(object("v1", "ConfigMap", "c", None, "u-2")).contains("no controller owner reference"));
+    fn each_bad_answer_is_refused_with_its_reason_index_and_field() {
+        let one = |text: String| refused(vec![text]);
+        assert_eq!(one("{".into()).0, Refusal::NotJson);
+        assert!(one("{".into()).1.starts_with("object 0: not JSON"));
+        assert_eq!(one("[]".into()), (Refusal::NotObject, "object 0: not a JSON object".into()));
+        let (reason, problem) = one(object("v1", "Secret", "s", None, "u-1"));
+        assert_eq!(reason, Refusal::NotOwnedKind);
+        assert!(problem.contains("v1/Secret is not an owned kind"), "{problem}");
+        assert_eq!(one(object("apps/v2", "Deployment", "d", None, "u-1")).0, Refusal::NotOwnedKind);
+        // A cluster-scoped kind is never owned (the manifest cannot name one).
+        let cluster_role = object("rbac.authorization.k8s.io/v1", "ClusterRole", "admin", None, "u-1");
+        assert_eq!(one(cluster_role).0, Refusal::NotOwnedKind);
+        assert_eq!(one(object("v1", "ConfigMap", "", None, "u-1")).0, Refusal::NoName);
+        let (reason, problem) = one(object("v1", "ConfigMap", "c", Some("other"), "u-1"));
+        assert_eq!(reason, Refusal::OtherNamespace);
+        assert!(
+            problem.starts_with("object 0: ConfigMap c is in namespace \"other\"")
+                && problem.ends_with("(metadata.namespace)"),
+            "{problem}"
+        );
+        // An empty namespace is not the parent's either (only a missing one is filled in).
+        assert_eq!(one(object("v1", "ConfigMap", "c", Some(""), "u-1")).0, Refusal::OtherNamespace);
+        let (reason, problem) = one(object("v1", "ConfigMap", "c", None, "u-2"));
+        assert_eq!(reason, Refusal::OtherOwner);
+        assert!(problem.contains("uid \"u-2\"") && problem.ends_with("(metadata.ownerReferences[0])"), "{problem}");
+        let mut no_controller: Value =
+            serde_json::from_str(&object("v1", "ConfigMap", "c", None, "u-1")).expect("JSON");
+        no_controller["metadata"]["ownerReferences"][0]["controller"] = json!(false);
+        assert_eq!(one(no_controller.to_string()).0, Refusal::OtherOwner);
+        // This parent's controller reference, then another parent's.
+        let mut two: Value = serde_json::from_str(&object("v1", "ConfigMap", "c", None, "u-1")).expect("JSON");
+        let other = json!({"apiVersion": "x/v1", "kind": "X", "name": "q", "uid": "u-9", "controller": true});
+        two["metadata"]["ownerReferences"].as_array_mut().expect("a list").push(other);
+        let (reason, problem) = one(two.to_string());
+        assert_eq!(reason, Refusal::OtherOwner);
+        assert!(problem.ends_with("(metadata.ownerReferences[1])"), "{problem}");
         let twice = vec![object("v1", "ConfigMap", "c", None, "u-1"), object("v1", "ConfigMap", "c", None, "u-1")];
-        assert_eq!(check(&kinds(), &OWNER, twice).err().as_deref(), Some("object 1: ConfigMap c is answered twice"));
+        assert_eq!(
+            refused(twice),
+            (Refusal::Duplicate, "object 1: ConfigMap c is answered twice (metadata.name)".into())
+        );
+    }
+
+    #[test]
+    fn an_object_without_a_namespace_is_put_in_the_parents_never_cluster_wide() {
+        let checked = check(&kinds(), &OWNER, vec![object("v1", "ConfigMap", "c", None, "u-1")]).expect("valid");
+        assert_eq!(checked[0].value["metadata"]["namespace"], "team");
+        let null =
+            object("v1", "ConfigMap", "c", None, "u-1").replace("\"name\":\"c\"", "\"name\":\"c\",\"namespace\":null");
+        let checked = check(&kinds(), &OWNER, vec![null]).expect("valid");
+        assert_eq!(checked[0].value["metadata"]["namespace"], "team");
+    }
+
+    #[test]
+    fn hostile_sizes_and_depths_are_refused_before_parsing() {
+        let good = object("v1", "ConfigMap", "c", None, "u-1");
+        let many = vec![String::new(); crate::modules::MAX_OBJECTS + 1];
+        let (reason, problem) = refused(many);
+        assert_eq!(reason, Refusal::TooManyObjects, "{problem}");
+        let padding = "a".repeat(crate::modules::MAX_ANSWER_BYTES);
+        let large = format!("{},\"x\":\"{padding}\"}}", &good[..good.len() - 1]);
+        let (reason, problem) = refused(vec![good.clone(), large]);
+        assert_eq!(reason, Refusal::TooLarge);
+        assert!(problem.starts_with("object 1:"), "{problem}");
+        let deep = format!("{{\"a\":{}{}}}", "[".repeat(100_000), "]".repeat(100_000));
+        let (reason, problem) = refused(vec![good, deep]);
+        assert_eq!(reason, Refusal::TooDeep);
+        assert!(problem.starts_with("object 1: JSON nested deeper than"), "{problem}");
     }
 }

@@ -32,6 +32,11 @@ pub async fn reconcile(parent: Arc<CachedObject>, ctx: Arc<Context>) -> Result<A
     let module = &serving.module;
     let result = reconcile_parent(&parent, &ctx, &serving).await;
     if let Err(error) = &result
+        && let Some(refusal) = error.refusal()
+    {
+        ctx.metrics.refused_answer(refusal.label());
+    }
+    if let Err(error) = &result
         && let Some(reason) = error.module_failure()
     {
         module_failed(&ctx, &parent, reason, error).await;
@@ -144,9 +149,9 @@ async fn reconcile_parent(parent: &CachedObject, ctx: &Context, serving: &Servin
     let answered_desired = ctx.recorder.enabled().then(|| answer.clone());
     let desired = match desired::check(&serving.owned_kinds, &owner, answer) {
         Ok(desired) => desired,
-        Err(problem) => {
+        Err(refused) => {
             ctx.metrics.module_failed("ModuleInvalidOutput");
-            return Err(ReconcileError::InvalidOutput { problem });
+            return Err(ReconcileError::InvalidOutput(refused));
         }
     };
 

@@ -14,7 +14,7 @@ use kube::Resource;
 use kube::api::{DynamicObject, PostParams};
 use serde_json::Value;
 
-use crate::modules::CallError;
+use crate::modules::{CallError, Refusal, RefusedAnswer};
 use crate::operator::cached_object::CachedObject;
 use crate::operator::caches::Cache;
 use crate::operator::compare::same_ignoring_nulls;
@@ -88,8 +88,10 @@ pub async fn create_or_update(
             ctx.metrics.wrote(kind.name(), Outcome::Unchanged.as_str());
             return Ok(Applied { outcome: Outcome::Unchanged, json: current_json.clone(), written: None });
         }
-        let desired_object: DynamicObject = serde_json::from_value(desired)
-            .map_err(|source| ReconcileError::InvalidOutput { problem: format!("{} {name}: {source}", kind.name()) })?;
+        let desired_object: DynamicObject = serde_json::from_value(desired).map_err(|source| {
+            let problem = format!("{} {name}: {source}", kind.name());
+            ReconcileError::InvalidOutput(RefusedAnswer::new(Refusal::NotObject, problem))
+        })?;
         let (outcome, request) = match &current {
             Some(_) => (Outcome::Updated, futures::future::Either::Left(api.replace(&name, &params, &desired_object))),
             None => (Outcome::Created, futures::future::Either::Right(api.create(&params, &desired_object))),
@@ -183,8 +185,7 @@ fn ask_again(
     };
     let owner = Owner { namespace: parent.namespace, uid: parent.uid };
     let owned_kinds = &parent.serving.owned_kinds;
-    let checked =
-        desired::check(owned_kinds, &owner, answer).map_err(|problem| ReconcileError::InvalidOutput { problem })?;
+    let checked = desired::check(owned_kinds, &owner, answer).map_err(ReconcileError::InvalidOutput)?;
     checked
         .into_iter()
         .find(|o| owned_kinds[o.kind_index].key() == kind.key() && o.name == name)

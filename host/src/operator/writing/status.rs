@@ -6,6 +6,7 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
 
+use crate::modules::check_status;
 use crate::operator::cached_object::CachedObject;
 use crate::operator::compare::{merge_patch, same_ignoring_nulls};
 use crate::operator::references::ParentKey;
@@ -25,8 +26,8 @@ pub async fn write_status(
             m.status(parent.json, owned, parent.related, &now, problem)
         })
         .map_err(|source| ReconcileError::Module { function: "status", source })?;
-    let new: Value = serde_json::from_str(&text)
-        .map_err(|source| ReconcileError::InvalidOutput { problem: format!("status: {source}") })?;
+    // Refused before anything is written: the parent's status stays.
+    let new = check_status(&text).map_err(ReconcileError::InvalidOutput)?;
     let text = &answered.insert(StatusAnswer { now, text }).text;
     let old = parent.object.status();
     if same_ignoring_nulls(&old, &new) {
@@ -184,6 +185,23 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_status_that_is_not_one_json_object_is_refused_with_its_reason() {
+        use crate::modules::Refusal;
+        let reason = |text: &str| check_status(text).map(|_| ()).map_err(|refused| refused.reason);
+        for text in ["[]", "\"x\"", "42", "null", "true"] {
+            assert_eq!(reason(text), Err(Refusal::StatusNotObject), "{text}");
+        }
+        assert_eq!(reason("{\"phase\": \"x\"} trailing"), Err(Refusal::NotJson));
+        // Deep nesting is refused by a scan, before serde_json recurses.
+        let deep = format!("{{\"a\":{}{}}}", "[".repeat(100_000), "]".repeat(100_000));
+        assert_eq!(reason(&deep), Err(Refusal::TooDeep));
+        assert_eq!(reason(&"{\"a\":".repeat(100_000)), Err(Refusal::TooDeep));
+        assert_eq!(reason("{\"phase\": \"Ready\"}"), Ok(()));
+        let refused = check_status("[]").expect_err("refused");
+        assert_eq!(refused.problem, "status: [] is not a JSON object");
+    }
 
     #[test]
     fn stalled_is_added_kept_and_updated_once() {

@@ -10,7 +10,8 @@
 //! The tests also need modules that misbehave, and this is a real module, so
 //! it can: the message `trap` makes it panic, `loop` loop forever,
 //! `allocate` allocate without bound, and `log` writes a line to the
-//! operator's log. Nothing here knows of Memcached, and
+//! operator's log; the `hostile` build answers `hostile:<answer>` messages
+//! with what the host must refuse (`src/hostile.rs`). Nothing here knows of Memcached, and
 //! the host knows nothing of Greetings.
 
 #[cfg(all(
@@ -18,6 +19,8 @@
     any(feature = "contract-v2", feature = "missing-functions", feature = "wrong-world")
 ))]
 mod component;
+#[cfg(all(target_arch = "wasm32", feature = "hostile"))]
+mod hostile;
 
 use std::collections::BTreeMap;
 
@@ -27,7 +30,7 @@ use serde::{Deserialize, Serialize};
 use wasm_operator_sdk::k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
 use wasm_operator_sdk::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use wasm_operator_sdk::serde_json::Value;
-use wasm_operator_sdk::{Context, Error, Manifest, Object, ObjectRef, Reconciler, export_reconciler};
+use wasm_operator_sdk::{Context, Error, Manifest, Object, ObjectRef, Reconciler};
 
 /// The module's version. The swap tests build variants of this module by
 /// cargo feature: `v2` stamps `revision: "2"` on every ConfigMap;
@@ -252,8 +255,8 @@ impl Reconciler for Greetings {
     }
 }
 
-#[cfg(not(any(feature = "contract-v2", feature = "missing-functions", feature = "wrong-world")))]
-export_reconciler!(Greetings);
+#[cfg(not(any(feature = "contract-v2", feature = "missing-functions", feature = "wrong-world", feature = "hostile")))]
+wasm_operator_sdk::export_reconciler!(Greetings);
 
 #[cfg(test)]
 mod tests {
