@@ -399,7 +399,7 @@ fn start_canary(ctx: &Arc<Context>, candidate: Arc<Serving>, active: Arc<Serving
         parents,
         "module version serves a canary until its watch window closes"
     );
-    ctx.swap.canary.store(Some(Arc::new(CanaryServing {
+    let replaced = ctx.swap.canary.swap(Some(Arc::new(CanaryServing {
         serving: candidate.clone(),
         selection: selection.clone(),
         until,
@@ -408,7 +408,9 @@ fn start_canary(ctx: &Arc<Context>, candidate: Arc<Serving>, active: Arc<Serving
     let mut probation = Probation::new(candidate, active, until);
     probation.canary = true;
     start_probation(ctx, probation);
-    roll_out(ctx.clone(), Some(selection));
+    // The parents of a canary this one replaces go back to the serving
+    // version (or on to this one): every parent then.
+    roll_out(ctx.clone(), if replaced.is_some() { None } else { Some(selection) });
     parents
 }
 

@@ -239,7 +239,7 @@ impl Follower {
             }
             self.reported_rollback = rollback;
         }
-        self.follow_shadow(ctx, resource).await;
+        self.follow_shadow(ctx, resource, look_again).await;
         let Some(Fetched { outcome: Ok(loaded), .. }) = self.fetched.as_ref() else { return };
         if look_again
             && matches!(&self.decided, Some((digest, Decided::Refused(refusal))) if *digest == loaded.digest && refusal.reason == "WatchFailed")

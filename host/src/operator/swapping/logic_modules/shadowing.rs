@@ -52,10 +52,13 @@ pub struct ShadowStatus {
 
 impl Follower {
     /// On the leader: starts, replaces or stops the shadow as `resource`'s
-    /// spec asks, and reports the end of its window.
-    pub(super) async fn follow_shadow(&mut self, ctx: &Arc<Context>, resource: &DynamicObject) {
+    /// spec asks, and reports the end of its window. A shadow that could not
+    /// start (a pull failed, say) is tried again when `look_again` (the poll
+    /// tick).
+    pub(super) async fn follow_shadow(&mut self, ctx: &Arc<Context>, resource: &DynamicObject, look_again: bool) {
         let wanted = spec_of(resource).shadow;
-        if self.shadow.as_ref().map(|s| &s.spec) != wanted.as_ref() {
+        let failed = self.shadow.as_ref().is_some_and(|s| s.outcome.is_err());
+        if self.shadow.as_ref().map(|s| &s.spec) != wanted.as_ref() || (failed && look_again) {
             shadow::stop(ctx);
             self.shadow = None;
             if let Some(spec) = wanted {
