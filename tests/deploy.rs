@@ -26,6 +26,7 @@ use memcached_logic::kinds::KindInfo;
 use serde_json::{Value, json};
 use wasm_operator::modules::ModuleSlot;
 use wasm_operator::operator::http::SecureMetrics;
+use wasm_operator::operator::identity::{ModuleIdentity, needed_permissions};
 use wasm_operator::operator::leader::LeaderElectionOptions;
 use wasm_operator::operator::metrics::Metrics;
 use wasm_operator::operator::{self, Options};
@@ -34,6 +35,13 @@ const OPERATOR_USER: &str = "memcached-operator";
 /// The operator's own ClusterRole and ClusterRoleBinding; deploy/ also has
 /// `memcached-operator-metrics-auth` and `memcached-operator-metrics-reader`.
 const OPERATOR_ROLE: &str = "memcached-operator";
+/// The Memcached module's own identity: a ServiceAccount named after the
+/// module, its ClusterRole and binding (deploy/rbac/module_role.yaml), and
+/// the operator's Role to impersonate it.
+const MODULE_ACCOUNT: &str = "memcached";
+const MODULE_ROLE: &str = "memcached-operator-module-memcached";
+const IMPERSONATION_ROLE: &str = "memcached-operator-impersonate-modules";
+const LEASE_ROLE: &str = "memcached-operator-leader-election";
 const METRICS_AUTH_ROLE: &str = "memcached-operator-metrics-auth";
 const METRICS_READER_ROLE: &str = "memcached-operator-metrics-reader";
 const WAIT: Duration = Duration::from_secs(60);
@@ -355,14 +363,22 @@ async fn rbac_grants_exactly_what_the_operator_uses() {
     // metrics-auth ClusterRole's reviews are used by a scrape below.
     let cluster_role = the_named("ClusterRole", OPERATOR_ROLE);
     let metrics_auth_role = the_named("ClusterRole", METRICS_AUTH_ROLE);
-    let mut role = the_object("Role");
+    let module_role = the_named("ClusterRole", MODULE_ROLE);
+    let mut role = the_named("Role", LEASE_ROLE);
     let lease_namespace = plane.create_namespace("deploy-lease").await.expect("a namespace");
     role["metadata"]["namespace"] = json!(lease_namespace);
+    // The module's ServiceAccount and the Role to impersonate it, in a
+    // namespace of ours (--module-identity-namespace).
+    let mut impersonation_role = the_named("Role", IMPERSONATION_ROLE);
+    let accounts_namespace = plane.create_namespace("deploy-modules").await.expect("a namespace");
+    impersonation_role["metadata"]["namespace"] = json!(accounts_namespace);
     let cluster_role_name = cluster_role["metadata"]["name"].as_str().expect("a name").to_owned();
     let role_name = role["metadata"]["name"].as_str().expect("a name").to_owned();
     plane.apply_yaml(&cluster_role.to_string()).await.expect("applying the ClusterRole");
     plane.apply_yaml(&metrics_auth_role.to_string()).await.expect("applying the metrics-auth ClusterRole");
+    plane.apply_yaml(&module_role.to_string()).await.expect("applying the module's ClusterRole");
     plane.apply_yaml(&role.to_string()).await.expect("applying the Role");
+    plane.apply_yaml(&impersonation_role.to_string()).await.expect("applying the impersonation Role");
     let subject = json!([{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": OPERATOR_USER }]);
     let bindings = [
         json!({
@@ -383,12 +399,64 @@ async fn rbac_grants_exactly_what_the_operator_uses() {
             "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role_name },
             "subjects": subject,
         }),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": { "name": "test-deploy-memcached-operator-user", "namespace": accounts_namespace },
+            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": IMPERSONATION_ROLE },
+            "subjects": subject,
+        }),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": { "name": "test-deploy-memcached-module" },
+            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": MODULE_ROLE },
+            "subjects": [{ "kind": "ServiceAccount", "name": MODULE_ACCOUNT, "namespace": accounts_namespace }],
+        }),
     ];
     for binding in &bindings {
         plane.apply_yaml(&binding.to_string()).await.expect("binding the operator user");
     }
     let cluster_grants = [grants(&cluster_role), grants(&metrics_auth_role)].concat();
     let role_grants = grants(&role);
+    let impersonation_grants = grants(&impersonation_role);
+    let module_grants = grants(&module_role);
+    let module_user = format!("system:serviceaccount:{accounts_namespace}:{MODULE_ACCOUNT}");
+    // The module's ClusterRole is exactly what the operator checks the
+    // module's identity for at load (so each rule is needed: without one
+    // the module is refused, tests/module_identity.rs), and nothing more.
+    let checked: BTreeSet<Grant> = needed_permissions(operator_support::memcached_module().manifest())
+        .into_iter()
+        .map(|p| Grant {
+            verb: p.verb.to_owned(),
+            group: p.group.clone(),
+            resource: p.subresource.map_or(p.resource.clone(), |sub| format!("{}/{sub}", p.resource)),
+            names: None,
+        })
+        .collect();
+    assert_eq!(
+        module_grants.iter().cloned().collect::<BTreeSet<Grant>>(),
+        checked,
+        "deploy/'s module ClusterRole is what the operator checks the module's identity for"
+    );
+    for grant in module_grants.iter().filter(|g| !g.resource.contains('/')) {
+        plane
+            .wait_until_service_account_allowed(
+                (&accounts_namespace, MODULE_ACCOUNT),
+                &grant.verb,
+                &grant.group,
+                &grant.resource,
+                None,
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{grant} never became allowed to the module: {e}"));
+    }
+    plane
+        .wait_until_allowed_on(
+            User::Operator,
+            ("impersonate", "", "serviceaccounts", MODULE_ACCOUNT),
+            Some(&accounts_namespace),
+        )
+        .await
+        .expect("the operator may impersonate the module's ServiceAccount");
     for (grant, namespace) in
         cluster_grants.iter().map(|g| (g, None)).chain(role_grants.iter().map(|g| (g, Some(&lease_namespace))))
     {
@@ -511,6 +579,7 @@ async fn rbac_grants_exactly_what_the_operator_uses() {
         swap_policy: Default::default(),
         logic_modules: None,
         record_budget: 4 << 20,
+        module_identity: ModuleIdentity::ServiceAccounts { namespace: accounts_namespace.clone() },
     };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let module = ModuleSlot::new(operator_support::memcached_module());
@@ -637,30 +706,64 @@ async fn rbac_grants_exactly_what_the_operator_uses() {
     let refused = refused_since(plane, mark);
     assert!(refused.is_empty(), "requests refused with deploy/'s RBAC:\n{}", refused.join("\n"));
 
-    // Every resource request it made is covered by deploy/'s rules (the
-    // lease only in its namespace), so the operator needs nothing else.
-    let all_grants: Vec<(&Grant, Option<&str>)> = cluster_grants
+    // Every resource request it made is covered by deploy/'s rules: its own
+    // by the operator's (the lease only in its namespace), those made as
+    // the module by the module's; so neither needs anything else. The
+    // module's load check (SelfSubjectAccessReviews as the module) needs no
+    // grant: every authenticated user may ask what it may do.
+    let as_module = |e: &AuditEvent| e.impersonated_user.as_deref() == Some(module_user.as_str());
+    assert!(
+        requests.iter().all(|e| e.impersonated_user.is_none() || as_module(e)),
+        "the operator acted as someone else than the module's ServiceAccount"
+    );
+    let own_grants: Vec<(&Grant, Option<&str>)> = cluster_grants
         .iter()
         .map(|g| (g, None))
         .chain(role_grants.iter().map(|g| (g, Some(lease_namespace.as_str()))))
         .collect();
+    let module_grants: Vec<(&Grant, Option<&str>)> = module_grants.iter().map(|g| (g, None)).collect();
     let covered = |event: &AuditEvent| {
-        all_grants.iter().any(|(grant, namespace)| {
-            grant.allows(event) && namespace.is_none_or(|ns| event.namespace.as_deref() == Some(ns))
-        })
+        let grants = if as_module(event) { &module_grants } else { &own_grants };
+        let self_review = event.resource.as_deref() == Some("selfsubjectaccessreviews") && as_module(event);
+        self_review
+            || grants.iter().any(|(grant, namespace)| {
+                grant.allows(event) && namespace.is_none_or(|ns| event.namespace.as_deref() == Some(ns))
+            })
     };
     let uncovered: Vec<String> = requests
         .iter()
         .filter(|e| e.resource.is_some() && !covered(e))
-        .map(|e| format!("{} {}", e.verb, e.request_uri))
+        .map(|e| format!("{} {} as {:?}", e.verb, e.request_uri, e.impersonated_user))
         .collect();
     assert!(uncovered.is_empty(), "requests outside deploy/'s rules:\n{}", uncovered.join("\n"));
+    let writes_as_module = requests.iter().filter(|e| e.is_write() && as_module(e)).count();
+    let own_writes: Vec<String> = requests
+        .iter()
+        .filter(|e| e.is_write() && !as_module(e))
+        .filter(|e| {
+            !matches!(e.resource.as_deref(), Some("events" | "leases" | "tokenreviews" | "subjectaccessreviews"))
+        })
+        .map(|e| format!("{} {}", e.verb, e.request_uri))
+        .collect();
+    assert!(writes_as_module > 0 && own_writes.is_empty(), "writes not made as the module: {own_writes:#?}");
+    // The impersonation grant is used by every request made as the module.
+    assert_eq!(impersonation_grants.len(), 1, "one rule: impersonate the module's ServiceAccount");
+    assert_eq!(impersonation_grants[0].names, Some([MODULE_ACCOUNT.to_owned()].into()));
 
-    // Least privilege: every granted rule was used by a successful request.
+    // Least privilege: every granted rule was used by a successful request,
+    // its own or as the module, but the module's list and watch: the
+    // operator's caches read for it, and its load check asks for them.
+    let all_grants: Vec<(&Grant, bool)> =
+        own_grants.iter().map(|(g, _)| (*g, false)).chain(module_grants.iter().map(|(g, _)| (*g, true))).collect();
     let mut unused = Vec::new();
-    for (grant, _) in &all_grants {
+    for (grant, of_module) in &all_grants {
+        if *of_module && (grant.verb == "list" || grant.verb == "watch") {
+            continue;
+        }
         let hidden = ADMISSION_ONLY.contains(&(grant.verb.as_str(), grant.group.as_str(), grant.resource.as_str()));
-        let used = requests.iter().any(|e| grant.allows(e) && e.code.is_some_and(|c| (200..300).contains(&c)));
+        let used = requests
+            .iter()
+            .any(|e| as_module(e) == *of_module && grant.allows(e) && e.code.is_some_and(|c| (200..300).contains(&c)));
         match (used, hidden) {
             (false, false) => unused.push(grant.to_string()),
             (true, true) => {
@@ -806,9 +909,10 @@ async fn admission_needs_the_grants_no_request_shows() {
         "apiVersion": exports::manifest().parent.api_version(), "kind": "Memcached", "name": "owner",
         "uid": owner.uid().expect("a uid"), "controller": true, "blockOwnerDeletion": true,
     });
-    let cluster_role = the_named("ClusterRole", OPERATOR_ROLE);
+    // The module's writes are made as its ServiceAccount: admission checks its role.
+    let cluster_role = the_named("ClusterRole", MODULE_ROLE);
 
-    // With deploy/'s ClusterRole, the operator may do each of these ...
+    // With deploy/'s ClusterRole, the module may do each of these ...
     bind_cluster_role(plane, &cluster_role, "test-deploy-probe-full", "deploy-probe-full").await;
     let full = impersonating(plane, "deploy-probe-full").await;
     for grant in ADMISSION_ONLY {
@@ -928,7 +1032,7 @@ fn the_deployment_is_hardened_and_matches_the_flags_dockerfile_and_readme() {
     let leader_elect = arg_value(&args, "--leader-elect").unwrap_or("true");
     assert!(replicas == 1 || leader_elect == "true", "{replicas} replicas need --leader-elect=true");
     let lease = arg_value(&args, "--leader-election-id").expect("--leader-election-id");
-    let role = the_object("Role");
+    let role = the_named("Role", LEASE_ROLE);
     assert!(
         role["rules"]
             .as_array()
@@ -951,20 +1055,31 @@ fn the_deployment_is_hardened_and_matches_the_flags_dockerfile_and_readme() {
     assert_eq!(field_ref("POD_NAME"), json!("metadata.name"));
     assert_eq!(field_ref("POD_NAMESPACE"), json!("metadata.namespace"));
 
-    // The ServiceAccount, and the bindings to it.
-    let account = the_object("ServiceAccount");
+    // The ServiceAccounts (the operator's, the module's), and the bindings
+    // to each; the module's is in the operator's namespace
+    // (--module-identity-namespace defaults to POD_NAMESPACE) and named
+    // after the module.
+    assert_eq!(arg_value(&args, "--module-identity"), Some("service-account"));
+    let account = the_named("ServiceAccount", "memcached-operator");
     assert_eq!(pod["serviceAccountName"], account["metadata"]["name"]);
+    let module_account = the_named("ServiceAccount", MODULE_ACCOUNT);
+    assert_eq!(module_account["metadata"]["namespace"], deployment["metadata"]["namespace"]);
+    assert_eq!(exports::manifest().name, MODULE_ACCOUNT, "named after the module");
+    assert_eq!(module_account["automountServiceAccountToken"], json!(false), "no pod runs as the module");
     let bindings: Vec<Value> = kustomized_objects()
         .into_iter()
         .filter(|o| o["kind"] == "ClusterRoleBinding" || o["kind"] == "RoleBinding")
         .collect();
     let bound: BTreeSet<&str> = bindings.iter().filter_map(|b| b["roleRef"]["name"].as_str()).collect();
-    assert_eq!(bound, [OPERATOR_ROLE, METRICS_AUTH_ROLE, "memcached-operator-leader-election"].into());
+    assert_eq!(bound, [OPERATOR_ROLE, METRICS_AUTH_ROLE, LEASE_ROLE, IMPERSONATION_ROLE, MODULE_ROLE].into());
     for binding in &bindings {
         let name = &binding["metadata"]["name"];
-        assert_eq!(binding["subjects"][0]["name"], account["metadata"]["name"], "{name}");
-        assert_eq!(binding["subjects"][0]["namespace"], account["metadata"]["namespace"], "{name}");
+        let subject = if binding["roleRef"]["name"] == MODULE_ROLE { &module_account } else { &account };
+        assert_eq!(binding["subjects"][0]["name"], subject["metadata"]["name"], "{name}");
+        assert_eq!(binding["subjects"][0]["namespace"], subject["metadata"]["namespace"], "{name}");
     }
+    let impersonation = the_named("Role", IMPERSONATION_ROLE);
+    assert_eq!(impersonation["metadata"]["namespace"], deployment["metadata"]["namespace"]);
 
     // One image, tagged with the workspace version, everywhere.
     let image = format!("{IMAGE_REPOSITORY}:{}", env!("CARGO_PKG_VERSION"));
@@ -1001,6 +1116,27 @@ fn the_deployment_is_hardened_and_matches_the_flags_dockerfile_and_readme() {
         }
     }
     assert_eq!(listed, on_disk, "kustomization.yaml lists every manifest in deploy/");
+}
+
+/// deploy/'s module identity is what `memcached-operator rbac` prints for
+/// the built-in module: the command a module author runs for their own.
+#[test]
+fn the_module_identity_in_deploy_is_what_the_rbac_command_prints() {
+    let operator = control_plane::repo_root().join("target/release/memcached-operator");
+    let namespace = the_named("Deployment", "memcached-operator")["metadata"]["namespace"].as_str().map(str::to_owned);
+    let namespace = namespace.expect("the Deployment's namespace");
+    let output = std::process::Command::new(operator)
+        .args(["rbac", "--namespace", &namespace])
+        .output()
+        .expect("running memcached-operator rbac");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let printed = memcached_operator::render::parse_documents(&String::from_utf8_lossy(&output.stdout))
+        .expect("rbac prints YAML");
+    let in_deploy: Vec<Value> = ["rbac/module_role.yaml", "rbac/impersonation_role.yaml"]
+        .iter()
+        .flat_map(|file| memcached_tests::yaml_file(&deploy_dir().join(file)))
+        .collect();
+    assert_eq!(printed, in_deploy);
 }
 
 /// deploy/logic-modules, a kustomize Component: with it, the real kustomize

@@ -32,6 +32,10 @@ use serde_json::{Value, json};
 
 const RELEASE: &str = "memcached-operator";
 const NAMESPACE: &str = "memcached-system";
+/// The Memcached module's own identity and the operator's Role to act as it.
+const MODULE_ACCOUNT: &str = "memcached";
+const MODULE_ROLE: &str = "memcached-operator-module-memcached";
+const IMPERSONATION_ROLE: &str = "memcached-operator-impersonate-modules";
 
 /// Helm's standard labels, which the chart adds to every object's metadata
 /// (`key`, value for the default release). Not on selectors nor on the pod
@@ -273,19 +277,28 @@ fn namespace_scoped_values_render_a_role_there_and_the_namespace_flag() {
 
     // The operator's rules, in a Role in the watched namespace, bound there
     // to the ServiceAccount in the release namespace.
-    let cluster_role = the(&cluster_wide, "ClusterRole", RELEASE);
-    let roles: Vec<&Value> = scoped.iter().filter(|o| o["kind"] == "Role").collect();
-    let role = roles.iter().find(|r| r["metadata"]["namespace"] == "team-a").expect("a Role in team-a");
-    assert_eq!(role["metadata"]["name"], json!(RELEASE));
-    assert_eq!(role["rules"], cluster_role["rules"], "the same rules as the ClusterRole");
-    let bindings: Vec<&Value> = scoped.iter().filter(|o| o["kind"] == "RoleBinding").collect();
-    let binding = bindings.iter().find(|b| b["metadata"]["namespace"] == "team-a").expect("a RoleBinding in team-a");
-    assert_eq!(binding["roleRef"], json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": RELEASE}));
-    assert_eq!(binding["subjects"], json!([{"kind": "ServiceAccount", "name": RELEASE, "namespace": NAMESPACE}]));
+    // So are the module's: its ServiceAccount stays in the release namespace.
+    for (name, account) in [(RELEASE, RELEASE), (MODULE_ROLE, MODULE_ACCOUNT)] {
+        let cluster_role = the(&cluster_wide, "ClusterRole", name);
+        let role = scoped
+            .iter()
+            .find(|r| r["kind"] == "Role" && r["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("a Role {name}"));
+        assert_eq!(role["metadata"]["namespace"], json!("team-a"), "{name}");
+        assert_eq!(role["rules"], cluster_role["rules"], "the same rules as the ClusterRole {name}");
+        let binding = scoped
+            .iter()
+            .find(|b| b["kind"] == "RoleBinding" && b["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("a RoleBinding {name}"));
+        assert_eq!(binding["metadata"]["namespace"], json!("team-a"), "{name}");
+        assert_eq!(binding["roleRef"], json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name}));
+        assert_eq!(binding["subjects"], json!([{"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}]));
+    }
 
-    // The Lease stays in the operator's own namespace.
-    let lease_role = the(&scoped, "Role", "memcached-operator-leader-election");
-    assert_eq!(lease_role["metadata"]["namespace"], json!(NAMESPACE));
+    // The Lease and the impersonation stay in the operator's own namespace.
+    for name in ["memcached-operator-leader-election", IMPERSONATION_ROLE] {
+        assert_eq!(the(&scoped, "Role", name)["metadata"]["namespace"], json!(NAMESPACE), "{name}");
+    }
 
     // The flag, and nothing else changed in the Deployment's arguments.
     let mut args = args_of(&scoped);
@@ -415,6 +428,33 @@ fn values_reach_the_deployment_and_rbac() {
         json!([{"kind": "ServiceAccount", "name": "cache-memcached-operator", "namespace": "ops"}])
     );
     assert_eq!(the(&other, "Deployment", "cache-memcached-operator")["metadata"]["namespace"], json!("ops"));
+
+    // An extra module's identity: its ServiceAccount, its rules, bound, and
+    // the operator may impersonate it too.
+    let greeting_rules = json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]}]);
+    let extra =
+        template(&["--set-json", &format!(r#"rbac.extraModules=[{{"name":"greeting","rules":{greeting_rules}}}]"#)]);
+    assert_eq!(the(&extra, "ServiceAccount", "greeting")["metadata"]["namespace"], json!(NAMESPACE));
+    assert_eq!(the(&extra, "ClusterRole", "memcached-operator-module-greeting")["rules"], greeting_rules);
+    assert_eq!(
+        the(&extra, "ClusterRoleBinding", "memcached-operator-module-greeting")["subjects"],
+        json!([{"kind": "ServiceAccount", "name": "greeting", "namespace": NAMESPACE}])
+    );
+    assert_eq!(the(&extra, "Role", IMPERSONATION_ROLE)["rules"][0]["resourceNames"], json!(["memcached", "greeting"]));
+
+    // moduleIdentity: operator: no module identities, the modules' rules in
+    // the operator's own role, the flag.
+    let opted_out = template(&["--set", "moduleIdentity=operator"]);
+    assert!(args_of(&opted_out).iter().any(|a| a == "--module-identity=operator"));
+    assert!(opted_out.iter().all(|o| {
+        let name = o["metadata"]["name"].as_str().unwrap_or("");
+        !name.contains("-module-") && name != IMPERSONATION_ROLE && name != MODULE_ACCOUNT
+    }));
+    let operator_rules = &the(&opted_out, "ClusterRole", RELEASE)["rules"];
+    let module_rules = the(&template(&[]), "ClusterRole", MODULE_ROLE)["rules"].clone();
+    for rule in module_rules.as_array().expect("rules") {
+        assert!(operator_rules.as_array().expect("rules").contains(rule), "{rule} in the operator's role");
+    }
 }
 
 #[test]
@@ -722,13 +762,35 @@ async fn helm_install_grants_the_rbac_runs_in_one_namespace_and_uninstalls() {
     .await;
 
     let operator = service_account_user(NAMESPACE, RELEASE);
+    let module = service_account_user(NAMESPACE, MODULE_ACCOUNT);
     let anywhere = plane.create_namespace("helm-anywhere").await.expect("a namespace");
+    // The module's identity writes; the operator watches and acts as it.
     for question in [
-        access("list", "memcached.c5c3.io/memcacheds", None),
-        access("watch", "memcached.c5c3.io/memcacheds", Some(&anywhere)),
         access("patch", "memcached.c5c3.io/memcacheds/status", Some(&anywhere)),
         access("create", "apps/deployments", Some(&anywhere)),
         access("list", "/secrets", None),
+    ] {
+        expect_access(&admin, &module, &question, true).await;
+    }
+    for question in [access("get", "/secrets", Some(&anywhere)), access("create", "/configmaps", Some(&anywhere))] {
+        expect_access(&admin, &module, &question, false).await;
+    }
+    for question in [
+        access("patch", "memcached.c5c3.io/memcacheds/status", Some(&anywhere)),
+        access("create", "apps/deployments", Some(&anywhere)),
+    ] {
+        expect_access(&admin, &operator, &question, false).await;
+    }
+    for question in [
+        access("list", "memcached.c5c3.io/memcacheds", None),
+        access("watch", "memcached.c5c3.io/memcacheds", Some(&anywhere)),
+        access("list", "/secrets", None),
+        Access {
+            verb: "impersonate",
+            resource: "/serviceaccounts",
+            namespace: Some(NAMESPACE),
+            name: Some(MODULE_ACCOUNT),
+        },
         access("create", "coordination.k8s.io/leases", Some(NAMESPACE)),
         Access {
             verb: "update",
@@ -781,21 +843,25 @@ async fn helm_install_grants_the_rbac_runs_in_one_namespace_and_uninstalls() {
     );
     assert_installed(plane, &scoped);
     let scoped_user = service_account_user(&ops, "scoped-memcached-operator");
+    let scoped_module = service_account_user(&ops, MODULE_ACCOUNT);
     for question in [
         access("list", "memcached.c5c3.io/memcacheds", Some(&team)),
-        access("create", "apps/deployments", Some(&team)),
         access("watch", "/secrets", Some(&team)),
         access("create", "coordination.k8s.io/leases", Some(&ops)),
     ] {
         expect_access(&admin, &scoped_user, &question, true).await;
     }
+    expect_access(&admin, &scoped_module, &access("create", "apps/deployments", Some(&team)), true).await;
     for question in [
         access("list", "memcached.c5c3.io/memcacheds", None),
         access("list", "memcached.c5c3.io/memcacheds", Some(&anywhere)),
         access("list", "/secrets", Some(&anywhere)),
-        access("create", "apps/deployments", Some(&ops)),
+        access("create", "apps/deployments", Some(&team)),
     ] {
         expect_access(&admin, &scoped_user, &question, false).await;
+    }
+    for question in [access("create", "apps/deployments", Some(&ops)), access("list", "/secrets", Some(&anywhere))] {
+        expect_access(&admin, &scoped_module, &question, false).await;
     }
 
     // The scoped release's Deployment, run as its ServiceAccount: it

@@ -21,6 +21,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use wasm_operator::modules::{LogicModule, ModuleSlot};
 use wasm_operator::operator::compare::same_ignoring_nulls;
+use wasm_operator::operator::identity::ModuleIdentity;
 use wasm_operator::operator::kinds::Kind;
 use wasm_operator::operator::metrics::Metrics;
 use wasm_operator::operator::{self, OperatorError, Options};
@@ -52,18 +53,35 @@ pub fn secret_resource() -> ApiResource {
     gvk("", "v1", "Secret", "secrets")
 }
 
-/// Lets the operator user do anything: these tests are about behaviour.
+/// Where the in-process operators' modules have their ServiceAccounts
+/// (`--module-identity-namespace`); they need not exist to be impersonated.
+pub const MODULE_IDENTITY_NAMESPACE: &str = "default";
+
+/// Lets the operator user, and the modules' ServiceAccounts it acts as, do
+/// anything: these tests are about behaviour (tests/module_identity.rs and
+/// tests/deploy.rs are about least privilege).
 pub async fn grant_operator_everything(plane: &ControlPlane) {
     plane
         .apply_yaml(&format!(
             "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {{name: test-operator-cluster-admin}}\n\
              roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}}\n\
-             subjects: [{{apiGroup: rbac.authorization.k8s.io, kind: User, name: {OPERATOR_USER}}}]\n"
+             subjects: [{{apiGroup: rbac.authorization.k8s.io, kind: User, name: {OPERATOR_USER}}},\n\
+             {{apiGroup: rbac.authorization.k8s.io, kind: Group, name: 'system:serviceaccounts:{MODULE_IDENTITY_NAMESPACE}'}}]\n"
         ))
         .await
         .expect("binding the operator user");
     plane
         .wait_until_allowed(User::Operator, "create", "apps", "deployments", Some("default"))
+        .await
+        .expect("RBAC reaches the authorizer");
+    plane
+        .wait_until_service_account_allowed(
+            (MODULE_IDENTITY_NAMESPACE, "memcached"),
+            "create",
+            "apps",
+            "deployments",
+            Some("default"),
+        )
         .await
         .expect("RBAC reaches the authorizer");
 }
@@ -80,6 +98,7 @@ pub fn options(namespace: &str) -> Options {
         swap_policy: Default::default(),
         logic_modules: None,
         record_budget: 4 << 20,
+        module_identity: ModuleIdentity::ServiceAccounts { namespace: MODULE_IDENTITY_NAMESPACE.to_owned() },
     }
 }
 

@@ -17,6 +17,7 @@ use crate::modules::{LogicModule, ModuleEngine, ModuleSlot, ModuleSource};
 use crate::operator::api_requests::CountRequestsLayer;
 use crate::operator::hot_swap::SwapPolicy;
 use crate::operator::http::SecureMetrics;
+use crate::operator::identity::ModuleIdentity;
 use crate::operator::leader::LeaderElectionOptions;
 use crate::operator::logic_modules::LogicModuleOptions;
 use crate::operator::metrics::Metrics;
@@ -47,6 +48,20 @@ pub enum HostCommand {
     Crd,
     /// Print what each module says of itself (kinds, names) and its digest.
     Manifest,
+    /// Print the RBAC each module's own identity needs under `run`'s
+    /// --module-identity=service-account: its ServiceAccount, a ClusterRole
+    /// with exactly what its manifest claims (what `run` checks at load and
+    /// at swap), the binding, and the Role letting the operator impersonate it.
+    Rbac {
+        /// The namespace of the modules' ServiceAccounts and of the
+        /// operator's own (`run`'s --module-identity-namespace).
+        #[arg(long)]
+        namespace: String,
+        /// The operator's ServiceAccount, which may impersonate the modules'
+        /// (default: the binary's name).
+        #[arg(long, value_name = "NAME")]
+        operator_service_account: Option<String>,
+    },
     /// Compile a module ahead of time for this binary and CPU; load the
     /// result with `--module FILE --allow-precompiled` to start without compiling.
     Precompile {
@@ -89,6 +104,9 @@ impl HostCommand {
             HostCommand::Run(args) => run_command(flavor, modules, *args),
             HostCommand::Crd => crd_command(flavor, modules),
             HostCommand::Manifest => manifest_command(flavor, modules),
+            HostCommand::Rbac { namespace, operator_service_account } => {
+                rbac_command(flavor, modules, &namespace, operator_service_account.as_deref().unwrap_or(flavor.binary))
+            }
             HostCommand::Precompile { output } => precompile_command(flavor, modules, &output),
             HostCommand::Push { file, reference, registry } => push_command(&file, &reference, &registry),
             HostCommand::CompileModule { input, output, memory_limit, threads } => {
@@ -193,6 +211,27 @@ pub struct RunArgs {
     /// 0 records nothing).
     #[arg(long, env = "WASM_OPERATOR_RECORD_BUDGET", default_value = "4Mi", value_parser = parse_bytes)]
     pub record_budget: u64,
+    /// Who each module's writes are made as. service-account: the
+    /// ServiceAccount named after the module (`memcached`) in
+    /// --module-identity-namespace, impersonated, so a module may write only
+    /// what its own Role grants; a module whose Role lacks what its manifest
+    /// claims is refused at load and at swap. operator: the operator's own
+    /// identity, for clusters that forbid impersonation (every module may then
+    /// do all the operator's role allows). Default: service-account for `run`,
+    /// operator for `dev`.
+    #[arg(long, value_enum, env = "WASM_OPERATOR_MODULE_IDENTITY")]
+    pub module_identity: Option<ModuleIdentityArg>,
+    /// Where the modules' ServiceAccounts are (default: POD_NAMESPACE, else
+    /// the client's namespace).
+    #[arg(long, env = "POD_NAMESPACE")]
+    pub module_identity_namespace: Option<String>,
+}
+
+/// `--module-identity`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ModuleIdentityArg {
+    ServiceAccount,
+    Operator,
 }
 
 /// How `run` compiles a module that is not precompiled: at start, and every
@@ -387,6 +426,15 @@ pub fn crd_command(flavor: &Flavor, args: &ModuleArgs) -> Result<ExitCode> {
     print_out(&format!("{}\n", documents.join("\n---\n")))
 }
 
+/// `rbac`: the objects each module's own identity needs, as YAML.
+pub fn rbac_command(flavor: &Flavor, args: &ModuleArgs, namespace: &str, operator: &str) -> Result<ExitCode> {
+    let engine = engine()?;
+    let modules = load_modules(&engine, flavor, args)?;
+    let manifests: Vec<&crate::modules::Manifest> = modules.iter().map(|m| m.manifest()).collect();
+    let objects = crate::authoring::rbac::rbac_objects(&manifests, namespace, operator);
+    print_out(&crate::authoring::documents::to_yaml(&objects))
+}
+
 /// `manifest`: what each module says of itself, and its digest, as JSON.
 pub fn manifest_command(flavor: &Flavor, args: &ModuleArgs) -> Result<ExitCode> {
     let engine = engine()?;
@@ -464,7 +512,14 @@ pub fn run_command(flavor: &Flavor, module_args: &ModuleArgs, args: RunArgs) -> 
     let modules = load_modules(&engine, flavor, module_args)?;
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
-    runtime.block_on(run_operator(flavor, modules, args, module_args.allow_precompiled, shutdown_signal()))?;
+    runtime.block_on(run_operator(
+        flavor,
+        modules,
+        args,
+        module_args.allow_precompiled,
+        ModuleIdentityArg::ServiceAccount,
+        shutdown_signal(),
+    ))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -491,6 +546,7 @@ pub async fn run_operator(
     modules: Vec<LogicModule>,
     args: RunArgs,
     allow_precompiled: bool,
+    default_identity: ModuleIdentityArg,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
     if !args.metrics_secure && args.metrics_cert_dir.is_some() {
@@ -535,6 +591,15 @@ pub async fn run_operator(
             None
         },
         record_budget: args.record_budget,
+        module_identity: match args.module_identity.unwrap_or(default_identity) {
+            ModuleIdentityArg::Operator => ModuleIdentity::Operator,
+            ModuleIdentityArg::ServiceAccount => ModuleIdentity::ServiceAccounts {
+                namespace: args
+                    .module_identity_namespace
+                    .clone()
+                    .unwrap_or_else(|| client.default_namespace().to_owned()),
+            },
+        },
     };
     let slots = modules
         .into_iter()

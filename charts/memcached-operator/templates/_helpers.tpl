@@ -62,3 +62,45 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | 
 {{- define "memcached-operator.metricsPortName" -}}
 {{- ternary "https" "http" .Values.metrics.secure }}
 {{- end }}
+
+{{/*
+The Memcached module's rules: exactly what the operator checks its identity
+for (`memcached-operator rbac` prints them; deploy/rbac/module_role.yaml).
+*/}}
+{{- define "memcached-operator.memcachedModuleRules" -}}
+- apiGroups: [memcached.c5c3.io]
+  resources: [memcacheds]
+  verbs: [list, watch]
+- apiGroups: [memcached.c5c3.io]
+  resources: [memcacheds/status]
+  verbs: [patch]
+# Admission (OwnerReferencesPermissionEnforcement) checks it when a child
+# carries blockOwnerDeletion: true; never requested.
+- apiGroups: [memcached.c5c3.io]
+  resources: [memcacheds/finalizers]
+  verbs: [update]
+# delete: optional children whose feature is turned off, and admission
+# wants it to adopt an orphan Deployment or Service.
+- apiGroups: [apps]
+  resources: [deployments]
+  verbs: [get, list, watch, create, update, delete]
+- apiGroups: [""]
+  resources: [services]
+  verbs: [get, list, watch, create, update, delete]
+- apiGroups: [policy]
+  resources: [poddisruptionbudgets]
+  verbs: [get, list, watch, create, update, delete]
+- apiGroups: [autoscaling]
+  resources: [horizontalpodautoscalers]
+  verbs: [get, list, watch, create, update, delete]
+- apiGroups: [monitoring.coreos.com]
+  resources: [servicemonitors]
+  verbs: [get, list, watch, create, update, delete]
+- apiGroups: [networking.k8s.io]
+  resources: [networkpolicies]
+  verbs: [get, list, watch, create, update, delete]
+# The SASL and TLS Secrets a CR references, read from a cache.
+- apiGroups: [""]
+  resources: [secrets]
+  verbs: [list, watch]
+{{- end }}

@@ -116,7 +116,10 @@ async fn dev(
     let shutdown = async move {
         let _ = operator_stopped.wait_for(|stop| *stop).await;
     };
-    let operator = cli::run_operator(&FLAVOR, vec![module], args.run.clone(), allow_precompiled, shutdown);
+    // A local loop acts as the developer (no ServiceAccount to set up) unless
+    // --module-identity says otherwise.
+    let identity = cli::ModuleIdentityArg::Operator;
+    let operator = cli::run_operator(&FLAVOR, vec![module], args.run.clone(), allow_precompiled, identity, shutdown);
     let namespace = args.run.namespace.clone();
     let watcher = async {
         let applied = cluster::apply_samples(&client, &samples, namespace.as_deref()).await?;

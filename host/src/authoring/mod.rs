@@ -29,6 +29,7 @@ pub mod documents;
 pub mod parents;
 pub mod plan;
 pub mod project_command;
+pub mod rbac;
 pub mod record;
 pub mod render;
 pub mod scaffold;

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
-use kube::Client;
 use kube::api::DynamicObject;
 use kube::runtime::reflector;
 use kube::runtime::reflector::ObjectRef;
@@ -16,6 +15,7 @@ use crate::modules::{CallResult, LogicModule, ModuleSlot, Reconciler};
 use crate::operator::backoff::Backoff;
 use crate::operator::cached_object::CachedObject;
 use crate::operator::caches::{CacheEvents, Caches};
+use crate::operator::identity::ModuleClient;
 use crate::operator::kinds::{Kind, KindError};
 use crate::operator::metrics::ModuleMetrics;
 use crate::operator::own_writes::OwnWrites;
@@ -25,7 +25,9 @@ use crate::operator::{events, hot_swap, own_writes, status};
 
 /// Everything one module's reconciles need, shared by all of them.
 pub struct Context {
-    pub client: Client,
+    /// The client the module's writes go through, as the module's own
+    /// identity (`identity/`) unless the operator runs them as itself.
+    pub identity: ModuleClient,
     /// The version serving now, as the module's sources see it; kept equal
     /// to `serving`'s module by [`Context::serve`].
     pub module: ModuleSlot,

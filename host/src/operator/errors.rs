@@ -64,6 +64,10 @@ pub enum OperatorError {
     Kinds { module: String, source: KindError },
     #[error("modules {first} and {second} both reconcile {kind}; one controller per parent kind")]
     SameParent { kind: String, first: String, second: String },
+    #[error(transparent)]
+    Identity(#[from] crate::operator::identity::IdentityError),
+    #[error("module {module} is refused: {source}")]
+    Access { module: String, source: crate::operator::identity::AccessError },
     #[error("no module to run")]
     NoModules,
     #[error(transparent)]

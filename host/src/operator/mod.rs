@@ -9,6 +9,7 @@ mod context;
 mod controller;
 mod endpoints;
 mod errors;
+pub mod identity;
 pub mod leader;
 mod reconciling;
 pub mod recording;
@@ -59,4 +60,6 @@ pub struct Options {
     /// Bytes of recorded reconciles kept per module (`recording/`); 0
     /// records nothing.
     pub record_budget: u64,
+    /// Who each module's writes are made as (`identity/`).
+    pub module_identity: identity::ModuleIdentity,
 }

@@ -17,6 +17,7 @@ use crate::operator::backoff::Backoff;
 use crate::operator::cached_object::CachedObject;
 use crate::operator::caches::{CacheEvents, Caches};
 use crate::operator::controller::controller_for;
+use crate::operator::identity::ModuleClient;
 use crate::operator::kinds::Kind;
 use crate::operator::leader::LeaderElection;
 use crate::operator::metrics::Metrics;
@@ -43,9 +44,16 @@ struct Prepared {
     /// Set on taking over a version on probation: the version to roll back
     /// to (its caches listed) and when the window closes.
     resumed_probation: Option<(Arc<Serving>, std::time::SystemTime)>,
+    /// Who its writes are made as, already checked against its manifest.
+    identity: ModuleClient,
 }
 
-fn prepare(slot: ModuleSlot, caches: &Caches, metrics: &Arc<Metrics>) -> Result<Prepared, OperatorError> {
+fn prepare(
+    slot: ModuleSlot,
+    identity: ModuleClient,
+    caches: &Caches,
+    metrics: &Arc<Metrics>,
+) -> Result<Prepared, OperatorError> {
     let module = slot.current();
     let name = module.name().to_owned();
     let kinds_error = |source| OperatorError::Kinds { module: name.clone(), source };
@@ -91,7 +99,32 @@ fn prepare(slot: ModuleSlot, caches: &Caches, metrics: &Arc<Metrics>) -> Result<
         parents,
         everything,
         resumed_probation: None,
+        identity,
     })
+}
+
+/// Each module's client for its writes, once its identity is known to be
+/// allowed all its manifest claims: a module that is not is refused here,
+/// before anything is watched.
+async fn identities(
+    client: &Client,
+    modules: &[ModuleSlot],
+    options: &Options,
+) -> Result<Vec<ModuleClient>, OperatorError> {
+    let mut identities = Vec::with_capacity(modules.len());
+    for slot in modules {
+        let module = slot.current();
+        let identity = options.module_identity.client_for(client, module.name(), options.namespace.as_deref())?;
+        identity
+            .check(module.manifest())
+            .await
+            .map_err(|source| OperatorError::Access { module: module.name().to_owned(), source })?;
+        if let Some(user) = &identity.user {
+            tracing::info!(module = module.name(), user, "the module's writes are made as its ServiceAccount");
+        }
+        identities.push(identity);
+    }
+    Ok(identities)
 }
 
 /// Two modules reconciling one parent kind would fight over its children.
@@ -137,9 +170,13 @@ pub async fn run(
             at_start.push(takeover);
         }
     }
+    let identities = identities(&client, &modules, &options).await?;
     let caches = Arc::new(Caches::new(client.clone(), options.namespace.clone(), Some(metrics.clone())));
-    let mut prepared: Vec<Prepared> =
-        modules.into_iter().map(|slot| prepare(slot, &caches, &metrics)).collect::<Result<_, _>>()?;
+    let mut prepared: Vec<Prepared> = modules
+        .into_iter()
+        .zip(identities)
+        .map(|(slot, identity)| prepare(slot, identity, &caches, &metrics))
+        .collect::<Result<_, _>>()?;
     one_module_per_parent(&prepared)?;
     for (prepared, takeover) in prepared.iter().zip(at_start) {
         // A probation from before the restart goes on (see take_over).
@@ -228,7 +265,7 @@ pub async fn run(
         module_metrics.loaded(&manifest.version, module.digest());
         let parent_writer = reflector::store::Writer::new(prepared.parent_kind.resource.clone());
         let ctx = Arc::new(Context {
-            client: client.clone(),
+            identity: prepared.identity,
             module: prepared.slot.clone(),
             module_name: prepared.name.clone(),
             parent_kind: prepared.parent_kind.clone(),

@@ -25,6 +25,9 @@ pub struct AuditEvent {
     pub verb: String,
     /// user.username: `admin`, `memcached-operator`, `system:...`
     pub user: String,
+    /// impersonatedUser.username: whom `user` acted as, if anyone (the
+    /// request was authorized as that user).
+    pub impersonated_user: Option<String>,
     pub resource: Option<String>,
     pub subresource: Option<String>,
     pub namespace: Option<String>,
@@ -57,6 +60,7 @@ struct RawEvent {
     #[serde(rename = "requestURI")]
     request_uri: String,
     user: RawUser,
+    impersonated_user: Option<RawUser>,
     user_agent: Option<String>,
     object_ref: Option<RawObjectRef>,
     response_status: Option<RawStatus>,
@@ -122,6 +126,7 @@ pub(crate) fn read(path: &Path, from: AuditMark) -> Result<Vec<AuditEvent>, Erro
         events.push(AuditEvent {
             verb: raw.verb,
             user: raw.user.username,
+            impersonated_user: raw.impersonated_user.map(|user| user.username),
             resource: object.resource,
             subresource: object.subresource,
             namespace: object.namespace,

@@ -581,15 +581,54 @@ impl ControlPlane {
         resource: &str,
         namespace: Option<&str>,
     ) -> Result<(), Error> {
+        self.wait_until_subject_allowed(user.name(), &[], (verb, group, resource, None), namespace).await
+    }
+
+    /// [`Self::wait_until_allowed`] on the object `name` only (rules with
+    /// `resourceNames`, such as `impersonate` on one ServiceAccount).
+    pub async fn wait_until_allowed_on(
+        &self,
+        user: User,
+        (verb, group, resource, name): (&str, &str, &str, &str),
+        namespace: Option<&str>,
+    ) -> Result<(), Error> {
+        self.wait_until_subject_allowed(user.name(), &[], (verb, group, resource, Some(name)), namespace).await
+    }
+
+    /// [`Self::wait_until_allowed`] for ServiceAccount `name` in
+    /// `account_namespace` (with the groups the API server gives it).
+    pub async fn wait_until_service_account_allowed(
+        &self,
+        (account_namespace, name): (&str, &str),
+        verb: &str,
+        group: &str,
+        resource: &str,
+        namespace: Option<&str>,
+    ) -> Result<(), Error> {
+        let user = format!("system:serviceaccount:{account_namespace}:{name}");
+        let groups =
+            ["system:serviceaccounts", &format!("system:serviceaccounts:{account_namespace}")].map(String::from);
+        self.wait_until_subject_allowed(&user, &groups, (verb, group, resource, None), namespace).await
+    }
+
+    async fn wait_until_subject_allowed(
+        &self,
+        user: &str,
+        groups: &[String],
+        (verb, group, resource, name): (&str, &str, &str, Option<&str>),
+        namespace: Option<&str>,
+    ) -> Result<(), Error> {
         const SECONDS: u64 = 30;
         let reviews: Api<SubjectAccessReview> = Api::all(self.client(User::Admin).await?);
         let review = SubjectAccessReview {
             spec: SubjectAccessReviewSpec {
-                user: Some(user.name().into()),
+                user: Some(user.into()),
+                groups: (!groups.is_empty()).then(|| groups.to_vec()),
                 resource_attributes: Some(ResourceAttributes {
                     verb: Some(verb.into()),
                     group: Some(group.into()),
                     resource: Some(resource.into()),
+                    name: name.map(String::from),
                     namespace: namespace.map(String::from),
                     ..ResourceAttributes::default()
                 }),
@@ -604,7 +643,7 @@ impl ControlPlane {
                 return Ok(());
             }
             if Instant::now() > deadline {
-                let what = format!("{} to be allowed to {verb} {resource}", user.name());
+                let what = format!("{user} to be allowed to {verb} {resource}");
                 return Err(Error::Timeout { what, seconds: SECONDS });
             }
             tokio::time::sleep(Duration::from_millis(100)).await;

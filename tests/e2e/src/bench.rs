@@ -553,10 +553,16 @@ async fn run_one(
         .apply_yaml(&format!(
             "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {{name: bench-operator-cluster-admin}}\n\
              roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}}\n\
-             subjects: [{{apiGroup: rbac.authorization.k8s.io, kind: User, name: {OPERATOR_USER}}}]\n"
+             subjects: [{{apiGroup: rbac.authorization.k8s.io, kind: User, name: {OPERATOR_USER}}},\n\
+             {{apiGroup: rbac.authorization.k8s.io, kind: Group, name: 'system:serviceaccounts:default'}}]\n"
         ))
         .await?;
     plane.wait_until_allowed(User::Operator, "create", "apps", "deployments", Some("default")).await?;
+    // Ours writes as the module's ServiceAccount (`--module-identity`'s
+    // default), in the kubeconfig's namespace.
+    plane
+        .wait_until_service_account_allowed(("default", "memcached"), "create", "apps", "deployments", Some("default"))
+        .await?;
     let namespaces: Vec<String> = (0..config.namespaces.min(count)).map(|i| format!("bench-{i}")).collect();
     for namespace in &namespaces {
         create_namespace_with_secrets(&admin, namespace).await?;

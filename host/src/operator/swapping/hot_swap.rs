@@ -250,7 +250,8 @@ pub struct Refusal {
     /// `LoadFailed` (not a component, does not compile, breaks the
     /// contract), `CompileFailed` (the compiler ran out of memory or time,
     /// or was killed), `ParentKindChanged`, `UnsupportedKind`, `WatchFailed`
-    /// (a kind it adds cannot be listed), `DryRunFailed` or
+    /// (a kind it adds cannot be listed), `Forbidden` (the module's identity
+    /// may not do what its manifest claims), `DryRunFailed` or
     /// `VerificationStopped`.
     pub reason: &'static str,
     pub message: String,
@@ -321,6 +322,9 @@ pub async fn offer_loaded(
     };
     if let Err(refusal) = kinds {
         return refused(ctx, refusal);
+    }
+    if let Err(error) = ctx.identity.check(candidate.manifest()).await {
+        return refused(ctx, Refusal::new("Forbidden", error.to_string()));
     }
     let candidate = match ctx.serving_for(candidate) {
         Ok(serving) => Arc::new(serving),

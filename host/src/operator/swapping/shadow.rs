@@ -152,6 +152,8 @@ pub async fn start(
     reference: String,
     until: SystemTime,
 ) -> Result<(), String> {
+    // It reads what it would read serving: its identity must be allowed that.
+    ctx.identity.check(module.manifest()).await.map_err(|error| error.to_string())?;
     let serving = Arc::new(ctx.serving_for(module).map_err(|error| error.to_string())?);
     serving.wait_until_known(ctx.swap_policy.cache_sync_timeout).await?;
     let digest = serving.module.digest().to_owned();

@@ -56,7 +56,7 @@ pub async fn create_or_update(
     desired: Value,
 ) -> Result<Applied, ReconcileError> {
     let kind = &cache.kind;
-    let api = kind.api(&ctx.client, parent.namespace);
+    let api = kind.api(&ctx.identity.client, parent.namespace);
     let params = PostParams { field_manager: Some(ctx.field_manager.clone()), ..PostParams::default() };
     // The current object as the module read it, and parsed to compare.
     let mut current: Option<(String, Value)> = current.map(|cached| {

@@ -29,7 +29,7 @@ pub async fn delete_unwanted(
         propagation_policy: Some(PropagationPolicy::Background),
         ..DeleteParams::default()
     };
-    match kind.api(&ctx.client, parent.namespace).delete(&name, &params).await {
+    match kind.api(&ctx.identity.client, parent.namespace).delete(&name, &params).await {
         Ok(_) => {
             tracing::info!(
                 module = ctx.module_name,

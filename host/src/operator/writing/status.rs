@@ -42,7 +42,7 @@ pub async fn write_status(
         return Ok(false);
     }
     let patch = json!({ "status": merge_patch(&old, &new) });
-    let api: Api<DynamicObject> = ctx.parent_kind.api(&ctx.client, parent.namespace);
+    let api: Api<DynamicObject> = ctx.parent_kind.api(&ctx.identity.client, parent.namespace);
     let params = patch_params(ctx);
     let patch = Patch::Merge(&patch);
     let request = api.patch_status(parent.name, &params, &patch);
@@ -100,7 +100,7 @@ pub async fn write_stalled(
         return Ok(false);
     };
     let patch = json!({ "status": { "conditions": conditions } });
-    let api: Api<DynamicObject> = ctx.parent_kind.api(&ctx.client, namespace);
+    let api: Api<DynamicObject> = ctx.parent_kind.api(&ctx.identity.client, namespace);
     let params = patch_params(ctx);
     let patch = Patch::Merge(&patch);
     let request = api.patch_status(name, &params, &patch);

@@ -41,9 +41,13 @@ use wasm_operator_sdk::{Context, Error, Manifest, Object, ObjectRef, Reconciler}
 /// `v2-some` stamps v2's revision only on the ConfigMaps of Greetings whose
 /// message starts with `s` (a version that changes some parents);
 /// `trap-always` panics on every parent, `loop-always` loops and
-/// `allocate-always` allocates without bound on every parent.
+/// `allocate-always` allocates without bound on every parent;
+/// `owns-secret` also owns a Secret per Greeting (and reads none), for
+/// the least-privilege tests.
 pub const MODULE_VERSION: &str = if cfg!(feature = "service-account") {
     "0.4.0"
+} else if cfg!(feature = "owns-secret") {
+    "0.5.0-secret"
 } else if cfg!(feature = "fail-on-later") {
     "0.3.0"
 } else if cfg!(feature = "v2") {
@@ -67,6 +71,9 @@ fn revision(message: &str) -> Option<&'static str> {
 
 /// Whether this build owns a ServiceAccount per Greeting.
 const OWNS_SERVICE_ACCOUNTS: bool = cfg!(feature = "service-account");
+
+/// Whether this build owns a Secret per Greeting (and reads no Secrets).
+const OWNS_SECRETS: bool = cfg!(feature = "owns-secret");
 
 #[derive(CustomResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[kube(
@@ -196,7 +203,7 @@ impl Reconciler for Greetings {
     fn manifest() -> Manifest {
         let manifest = Manifest::new::<Greeting>("greeting", MODULE_VERSION).owns::<ConfigMap>();
         let manifest = if OWNS_SERVICE_ACCOUNTS { manifest.owns::<ServiceAccount>() } else { manifest };
-        let manifest = manifest.reads::<Secret>();
+        let manifest = if OWNS_SECRETS { manifest.owns::<Secret>() } else { manifest.reads::<Secret>() };
         if cfg!(feature = "wrong-crd") {
             // A CRD for another kind than the parent: refused at load.
             let crd = manifest.crd.replace("\"kind\":\"Greeting\"", "\"kind\":\"Salutation\"");
@@ -237,6 +244,11 @@ impl Reconciler for Greetings {
         }
         if OWNS_SERVICE_ACCOUNTS {
             objects.push(Object::new(&ServiceAccount { metadata: metadata(name, name), ..ServiceAccount::default() }));
+        }
+        if OWNS_SECRETS {
+            let data = BTreeMap::from([("message".to_owned(), message.clone())]);
+            let secret = Secret { metadata: metadata(name, name), string_data: Some(data), ..Secret::default() };
+            objects.push(Object::new(&secret));
         }
         Ok(objects)
     }

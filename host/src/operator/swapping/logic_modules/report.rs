@@ -25,7 +25,7 @@ impl Follower {
         if same_status(&old, &new) {
             return None;
         }
-        let api: Api<DynamicObject> = Api::all_with(ctx.client.clone(), &api_resource());
+        let api: Api<DynamicObject> = Api::all_with(ctx.identity.operator.clone(), &api_resource());
         let patch = serde_json::json!({ "status": new });
         let params = PatchParams { field_manager: Some(ctx.field_manager.clone()), ..PatchParams::default() };
         match api.patch_status(&resource.name_any(), &params, &Patch::Merge(&patch)).await {

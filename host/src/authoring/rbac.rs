@@ -1,0 +1,108 @@
+//! `rbac`: what a module's own identity needs under
+//! `--module-identity=service-account`, as objects to apply: its
+//! ServiceAccount (named after the module, never mounted by a pod), a
+//! ClusterRole with exactly the permissions the operator checks it for at
+//! load (`needed_permissions`), its binding, and the Role letting the
+//! operator's ServiceAccount impersonate it. deploy/rbac/module_role.yaml
+//! and impersonation_role.yaml are this for the Memcached module.
+
+use serde_json::{Value, json};
+
+use crate::modules::Manifest;
+use crate::operator::identity::needed_permissions;
+
+const RBAC: &str = "rbac.authorization.k8s.io/v1";
+
+/// The objects for `manifests`' modules, whose ServiceAccounts live in
+/// `namespace` beside the operator's ServiceAccount `operator`.
+pub fn rbac_objects(manifests: &[&Manifest], namespace: &str, operator: &str) -> Vec<Value> {
+    let labels = json!({ "app.kubernetes.io/name": operator });
+    let mut objects = Vec::new();
+    for manifest in manifests {
+        let module = &manifest.name;
+        let role = format!("{operator}-module-{module}");
+        objects.push(json!({
+            "apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": { "name": module, "namespace": namespace, "labels": labels },
+            "automountServiceAccountToken": false,
+        }));
+        objects.push(json!({
+            "apiVersion": RBAC, "kind": "ClusterRole",
+            "metadata": { "name": role, "labels": labels },
+            "rules": rules(manifest),
+        }));
+        objects.push(json!({
+            "apiVersion": RBAC, "kind": "ClusterRoleBinding",
+            "metadata": { "name": role, "labels": labels },
+            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role },
+            "subjects": [{ "kind": "ServiceAccount", "name": module, "namespace": namespace }],
+        }));
+    }
+    let impersonate = format!("{operator}-impersonate-modules");
+    let names: Vec<&str> = manifests.iter().map(|m| m.name.as_str()).collect();
+    objects.push(json!({
+        "apiVersion": RBAC, "kind": "Role",
+        "metadata": { "name": impersonate, "namespace": namespace, "labels": labels },
+        "rules": [{ "apiGroups": [""], "resources": ["serviceaccounts"], "resourceNames": names, "verbs": ["impersonate"] }],
+    }));
+    objects.push(json!({
+        "apiVersion": RBAC, "kind": "RoleBinding",
+        "metadata": { "name": impersonate, "namespace": namespace, "labels": labels },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": impersonate },
+        "subjects": [{ "kind": "ServiceAccount", "name": operator, "namespace": namespace }],
+    }));
+    objects
+}
+
+/// One rule per resource, its verbs in the order the host needs them.
+fn rules(manifest: &Manifest) -> Vec<Value> {
+    let mut rules: Vec<(String, String, Vec<&'static str>)> = Vec::new();
+    for permission in needed_permissions(manifest) {
+        let resource = match permission.subresource {
+            Some(sub) => format!("{}/{sub}", permission.resource),
+            None => permission.resource.clone(),
+        };
+        match rules.iter_mut().find(|(group, r, _)| *group == permission.group && *r == resource) {
+            Some((_, _, verbs)) => verbs.push(permission.verb),
+            None => rules.push((permission.group.clone(), resource, vec![permission.verb])),
+        }
+    }
+    rules
+        .into_iter()
+        .map(|(group, resource, verbs)| json!({ "apiGroups": [group], "resources": [resource], "verbs": verbs }))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::operator::identity::test_manifest;
+
+    #[test]
+    fn a_module_gets_its_account_its_role_and_the_operator_may_impersonate_it() {
+        let manifest = test_manifest(&["/ConfigMap/configmaps"], &["/Secret/secrets"]);
+        let objects = rbac_objects(&[&manifest], "ops", "wasm-operator");
+        let kinds: Vec<&str> = objects.iter().filter_map(|o| o["kind"].as_str()).collect();
+        assert_eq!(kinds, ["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"]);
+        assert_eq!(
+            objects[0]["metadata"],
+            json!({"name": "greeting", "namespace": "ops", "labels": {"app.kubernetes.io/name": "wasm-operator"}})
+        );
+        assert_eq!(
+            objects[1]["rules"],
+            json!([
+                {"apiGroups": ["example.com"], "resources": ["greetings"], "verbs": ["list", "watch"]},
+                {"apiGroups": ["example.com"], "resources": ["greetings/status"], "verbs": ["patch"]},
+                {"apiGroups": ["example.com"], "resources": ["greetings/finalizers"], "verbs": ["update"]},
+                {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch", "create", "update", "delete"]},
+                {"apiGroups": [""], "resources": ["secrets"], "verbs": ["list", "watch"]},
+            ])
+        );
+        assert_eq!(
+            objects[2]["subjects"][0],
+            json!({"kind": "ServiceAccount", "name": "greeting", "namespace": "ops"})
+        );
+        assert_eq!(objects[3]["rules"][0]["resourceNames"], json!(["greeting"]));
+        assert_eq!(objects[4]["subjects"][0]["name"], "wasm-operator");
+    }
+}

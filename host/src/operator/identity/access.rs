@@ -1,0 +1,221 @@
+//! What a module's identity must be allowed, from its manifest, and the
+//! check: one SelfSubjectAccessReview per permission, made as the module
+//! (so the API server's own authorizer answers, and the operator needs no
+//! right to review others).
+
+use k8s_openapi::api::authorization::v1::{ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec};
+use kube::api::{Api, PostParams};
+use kube::{Client, ResourceExt};
+
+use crate::modules::{KindInfo, Manifest};
+
+/// One verb on one resource (or subresource) of a kind.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Permission {
+    pub verb: &'static str,
+    pub group: String,
+    pub resource: String,
+    pub subresource: Option<&'static str>,
+    /// The kind, for messages.
+    pub kind: String,
+}
+
+impl std::fmt::Display for Permission {
+    /// `create secrets`, `patch memcacheds.memcached.c5c3.io/status`: what
+    /// a Role's rule names.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.verb, self.resource)?;
+        if !self.group.is_empty() {
+            write!(f, ".{}", self.group)?;
+        }
+        if let Some(subresource) = self.subresource {
+            write!(f, "/{subresource}")?;
+        }
+        write!(f, " ({})", self.kind)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AccessError {
+    #[error("{user} may not {}{}", list(missing), scope(namespace.as_deref()))]
+    Denied { user: String, missing: Vec<Permission>, namespace: Option<String> },
+    #[error(
+        "the operator may not act as {user} (grant it `impersonate` on serviceaccounts named after the module, \
+         or run with --module-identity=operator): {message}"
+    )]
+    CannotImpersonate { user: String, message: String },
+    #[error("asking the API server what {user} may do: {source}")]
+    Review { user: String, source: Box<kube::Error> },
+}
+
+fn list(missing: &[Permission]) -> String {
+    missing.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+}
+
+fn scope(namespace: Option<&str>) -> String {
+    match namespace {
+        Some(namespace) => format!(" in namespace {namespace}"),
+        None => " in all namespaces".to_owned(),
+    }
+}
+
+/// Everything the host does with the module's identity for `manifest`, and
+/// what the module reads through the shared caches:
+/// - the parent: list and watch it; patch its status; update its
+///   finalizers, which admission (OwnerReferencesPermissionEnforcement)
+///   requires of whoever sets `blockOwnerDeletion` on a child's reference;
+/// - each owned kind: list and watch; create and update (`create_or_update`,
+///   `get` to re-read after a conflict); delete (objects the parent controls
+///   and the module no longer wants, and adoption under that admission
+///   plugin);
+/// - each read kind: list and watch.
+pub fn needed_permissions(manifest: &Manifest) -> Vec<Permission> {
+    let on = |kind: &KindInfo, verbs: &[&'static str], subresource: Option<&'static str>| {
+        verbs
+            .iter()
+            .map(|verb| Permission {
+                verb,
+                group: kind.group.clone(),
+                resource: kind.plural.clone(),
+                subresource,
+                kind: kind.kind.clone(),
+            })
+            .collect::<Vec<_>>()
+    };
+    let mut needed = on(&manifest.parent, &["list", "watch"], None);
+    needed.extend(on(&manifest.parent, &["patch"], Some("status")));
+    needed.extend(on(&manifest.parent, &["update"], Some("finalizers")));
+    for owned in &manifest.owned {
+        needed.extend(on(owned, &["get", "list", "watch", "create", "update", "delete"], None));
+    }
+    for read in &manifest.reads {
+        needed.extend(on(read, &["list", "watch"], None));
+    }
+    // A kind both owned and read (or listed twice) is asked about once.
+    let mut unique: Vec<Permission> = Vec::with_capacity(needed.len());
+    for permission in needed {
+        if !unique.contains(&permission) {
+            unique.push(permission);
+        }
+    }
+    unique
+}
+
+/// Asks the API server, as `user` (through `client`, which impersonates it),
+/// whether it may do all of `needed_permissions(manifest)` in `namespace`
+/// (all namespaces when `None`); answers every permission it may not.
+pub(super) async fn check(
+    client: &Client,
+    user: &str,
+    manifest: &Manifest,
+    namespace: Option<&str>,
+) -> Result<(), AccessError> {
+    let api: Api<SelfSubjectAccessReview> = Api::all(client.clone());
+    let needed = needed_permissions(manifest);
+    let reviews = needed.iter().map(|permission| {
+        let review = SelfSubjectAccessReview {
+            spec: SelfSubjectAccessReviewSpec {
+                resource_attributes: Some(ResourceAttributes {
+                    verb: Some(permission.verb.to_owned()),
+                    group: Some(permission.group.clone()),
+                    resource: Some(permission.resource.clone()),
+                    subresource: permission.subresource.map(str::to_owned),
+                    namespace: namespace.map(str::to_owned),
+                    ..ResourceAttributes::default()
+                }),
+                ..SelfSubjectAccessReviewSpec::default()
+            },
+            ..SelfSubjectAccessReview::default()
+        };
+        let api = api.clone();
+        async move { api.create(&PostParams::default(), &review).await }
+    });
+    let answers = futures::future::join_all(reviews).await;
+    let mut missing = Vec::new();
+    for (permission, answer) in needed.into_iter().zip(answers) {
+        match answer {
+            Ok(review) if review.status.as_ref().is_some_and(|status| status.allowed) => {}
+            Ok(review) => {
+                tracing::debug!(user, permission = %permission, review = review.name_any(), "not allowed");
+                missing.push(permission);
+            }
+            Err(kube::Error::Api(status)) if status.code == 403 => {
+                return Err(AccessError::CannotImpersonate { user: user.to_owned(), message: status.message });
+            }
+            Err(source) => return Err(AccessError::Review { user: user.to_owned(), source: Box::new(source) }),
+        }
+    }
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(AccessError::Denied { user: user.to_owned(), missing, namespace: namespace.map(str::to_owned) })
+    }
+}
+
+/// A Greeting module's manifest owning `owned` and reading `reads`
+/// (`group/Kind/plural` each), for tests.
+#[cfg(test)]
+pub(crate) fn test_manifest(owned: &[&str], reads: &[&str]) -> Manifest {
+    let kind = |text: &&str| {
+        let mut parts = text.split('/');
+        let mut next = || parts.next().unwrap_or_default().to_owned();
+        KindInfo { group: next(), version: "v1".into(), kind: next(), plural: next(), namespaced: true }
+    };
+    Manifest {
+        name: "greeting".into(),
+        version: "1.0.0".into(),
+        parent: kind(&"example.com/Greeting/greetings"),
+        crd: String::new(),
+        owned: owned.iter().map(kind).collect(),
+        reads: reads.iter().map(kind).collect(),
+        field_manager: "greeting".into(),
+        event_reporter: "greeting".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_manifest_needs_its_parent_its_children_and_what_it_reads() {
+        let manifest = test_manifest(&["/ConfigMap/configmaps"], &["/Secret/secrets", "/ConfigMap/configmaps"]);
+        let named: Vec<String> = needed_permissions(&manifest).iter().map(ToString::to_string).collect();
+        assert_eq!(
+            named,
+            [
+                "list greetings.example.com (Greeting)",
+                "watch greetings.example.com (Greeting)",
+                "patch greetings.example.com/status (Greeting)",
+                "update greetings.example.com/finalizers (Greeting)",
+                "get configmaps (ConfigMap)",
+                "list configmaps (ConfigMap)",
+                "watch configmaps (ConfigMap)",
+                "create configmaps (ConfigMap)",
+                "update configmaps (ConfigMap)",
+                "delete configmaps (ConfigMap)",
+                "list secrets (Secret)",
+                "watch secrets (Secret)",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_refusal_names_each_verb_and_kind_and_where() {
+        let error = AccessError::Denied {
+            user: "system:serviceaccount:ops:greeting".into(),
+            missing: vec![Permission {
+                verb: "create",
+                group: String::new(),
+                resource: "secrets".into(),
+                subresource: None,
+                kind: "Secret".into(),
+            }],
+            namespace: None,
+        };
+        assert_eq!(
+            error.to_string(),
+            "system:serviceaccount:ops:greeting may not create secrets (Secret) in all namespaces"
+        );
+    }
+}
