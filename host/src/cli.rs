@@ -212,7 +212,7 @@ pub struct RunArgs {
     #[arg(long, env = "WASM_OPERATOR_RECORD_BUDGET", default_value = "4Mi", value_parser = parse_bytes)]
     pub record_budget: u64,
     /// Who each module's writes are made as. service-account: the
-    /// ServiceAccount named after the module (`memcached`) in
+    /// ServiceAccount named after the module (its manifest's name) in
     /// --module-identity-namespace, impersonated, so a module may write only
     /// what its own Role grants; a module whose Role lacks what its manifest
     /// claims is refused at load and at swap. operator: the operator's own
