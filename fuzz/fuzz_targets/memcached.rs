@@ -81,9 +81,11 @@ fn is_object(text: &str) -> bool {
 /// controlled by the CR when it has a uid.
 fn check_objects(parent: &str, objects: &[String]) {
     let manifest = exports::manifest();
-    let parent: Value = serde_json::from_str(parent).expect("a CR desired answered for");
-    let namespace = parent.pointer("/metadata/namespace").and_then(Value::as_str);
-    let uid = parent.pointer("/metadata/uid").and_then(Value::as_str).filter(|uid| !uid.is_empty());
+    // As the module reads it (serde_json's Value may refuse what the module
+    // skips unread, such as a number beyond f64 in an unknown field).
+    let parent = exports::parse_memcached(parent).expect("a CR desired answered for");
+    let namespace = parent.metadata.namespace.as_deref();
+    let uid = parent.metadata.uid.as_deref().filter(|uid| !uid.is_empty());
     for text in objects {
         let object: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"));
         let (api_version, kind) = (&object["apiVersion"], &object["kind"]);
