@@ -2,7 +2,7 @@
 # Builds the fuzz targets (fuzz/) and runs each for a while; prints a table.
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]   fuzz each target SECONDS (default 60)
-#   scripts/fuzz.sh merge [TARGET...]       minimize fuzz/corpus/<target> with
+#   scripts/fuzz.sh merge [TARGET...]       minimize fuzz/corpus/<target> (a set cover of its features) with
 #                                           what the runs found (target/fuzz/corpus)
 #
 # Every run starts by executing the kept corpus (fuzz/corpus/<target>) and the
@@ -69,7 +69,7 @@ if [ "$mode" = merge ]; then
         merged=$WORK/merged/$target
         rm -rf "$merged"
         mkdir -p "$merged" "$WORK/corpus/$target"
-        target/release/fuzz-"$target" -merge=1 -rss_limit_mb=2048 "$merged" "fuzz/corpus/$target" \
+        target/release/fuzz-"$target" -set_cover_merge=1 -rss_limit_mb=2048 "$merged" "fuzz/corpus/$target" \
             "$WORK/corpus/$target" 2>&1 | grep -E '^MERGE-OUTER: [0-9]+ new files' >&2 || true
         rm -rf "fuzz/corpus/$target"
         mv "$merged" "fuzz/corpus/$target"
