@@ -50,6 +50,7 @@ TEST_MODULES := $(TEST_MODULE) $(TEST_MODULE_VARIANTS) $(PY_MODULE) $(TS_MODULE)
 .PHONY: all build wasm test manifests bench bench-e2e bench-swap bench-plan bench-compile run render-samples envtest clean
 .PHONY: playground playground-serve test-embeddings test-browser test-python-module test-typescript lint test-authoring
 .PHONY: test-python-sdk lint-python
+.PHONY: fuzz test-fuzz
 .PHONY: test-controllers bench-controllers metacontroller
 .PHONY: helm
 .PHONY: go-operator oci-registry cosign
@@ -134,10 +135,13 @@ $(PY_SDK_DEPS): sdk/python/requirements-dev.txt
 	$(PY_SDK_VENV)/bin/pip install --quiet --disable-pip-version-check -r sdk/python/requirements-dev.txt
 	cp sdk/python/requirements-dev.txt $@
 
-## lint: rustfmt and clippy, as make test runs them, and the Python SDK's linters
+## lint: rustfmt and clippy (the fuzz targets too), as make test runs them, and the Python SDK's linters
 lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
+	$(CARGO) fmt --manifest-path fuzz/Cargo.toml --all --check
+	$(CARGO) clippy --manifest-path fuzz/Cargo.toml --target-dir target --release --locked -p wasm-operator-fuzz \
+		--all-targets -- -D warnings
 	$(MAKE) --no-print-directory lint-python
 
 ## test: every test, from a fresh clone (installs what is missing first).
@@ -146,6 +150,7 @@ test: build $(TEST_MODULES) $(CONTROL_PLANE) helm go-operator oci-registry cosig
 	@status=0; \
 	$(MAKE) --no-print-directory lint || status=1; \
 	$(CARGO) test --release --workspace --no-fail-fast || status=1; \
+	$(MAKE) --no-print-directory test-fuzz || status=1; \
 	$(MAKE) --no-print-directory test-python-module || status=1; \
 	$(MAKE) --no-print-directory test-python-sdk || status=1; \
 	$(MAKE) --no-print-directory test-typescript || status=1; \
@@ -153,6 +158,22 @@ test: build $(TEST_MODULES) $(CONTROL_PLANE) helm go-operator oci-registry cosig
 	$(MAKE) --no-print-directory test-controllers || status=1; \
 	$(MAKE) --no-print-directory test-browser || status=1; \
 	exit $$status
+
+## test-fuzz: the short fuzz run make test makes: each target (see fuzz) for FUZZ_TEST_SECONDS (default 20),
+## from the kept corpus alone; fails on any crash
+FUZZ_TEST_SECONDS ?= 20
+test-fuzz:
+	FUZZ_FRESH=1 bash scripts/fuzz.sh $(FUZZ_TEST_SECONDS)
+
+## fuzz: libFuzzer on the Memcached module's logic, the host's watch-event and cached-object decoding, its
+## answer checks and the quantity parser (fuzz/), FUZZ_SECONDS each (default 300; FUZZ_TARGETS="answer quantity"
+## for some), the code under test at FUZZ_OPT_LEVEL (default 1); prints runs, edges, features and crashes per
+## target. `bash scripts/fuzz.sh merge` then minimizes fuzz/corpus/ with what it found. Not part of make test.
+FUZZ_SECONDS ?= 300
+FUZZ_OPT_LEVEL ?= 1
+FUZZ_TARGETS ?=
+fuzz:
+	FUZZ_OPT_LEVEL=$(FUZZ_OPT_LEVEL) bash scripts/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 ## test-authoring: `wasm-operator render` and `test` through the binary, on the Greeting module and on
 ## the Memcached module against `memcached-operator render` (also part of make test)

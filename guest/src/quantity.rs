@@ -58,9 +58,13 @@ pub fn parse_nanos(text: &str) -> Result<i128, String> {
         nanos =
             nanos.checked_mul(10i128.checked_pow(exponent.unsigned_abs()).ok_or_else(invalid)?).ok_or_else(invalid)?;
     } else {
-        let divisor = 10i128.checked_pow(exponent.unsigned_abs()).ok_or_else(invalid)?;
-        // Rounded up (away from zero for the magnitude), as the API server does.
-        nanos = (nanos + divisor - 1) / divisor;
+        // Rounded up (away from zero for the magnitude), as the API server
+        // does. The magnitude is below 10^39, so a finer amount than any
+        // divisor i128 holds is one nano-unit (or none).
+        nanos = match 10i128.checked_pow(exponent.unsigned_abs()) {
+            Some(divisor) => nanos / divisor + i128::from(nanos % divisor != 0),
+            None => i128::from(nanos != 0),
+        };
     }
     Ok(if negative { -nanos } else { nanos })
 }
@@ -95,5 +99,20 @@ mod tests {
             let error = parse_nanos(text).expect_err(text);
             assert!(error.contains(&format!("{text:?}")), "{text}: {error}");
         }
+    }
+
+    /// Found by fuzzing (fuzz/regressions/quantity/): rounding up added the
+    /// divisor first, which overflowed i128 (a panic with overflow checks, a
+    /// wrapped -1 nano-unit without), and a divisor past i128 refused an
+    /// amount the API server takes.
+    #[test]
+    fn amounts_finer_than_a_nano_round_up_without_overflow() {
+        assert_eq!(parse_nanos("+.00000000080000000000000000000000000000000000005"), Ok(1));
+        assert_eq!(parse_nanos("-.00000000080000000000000000000000000000000000005"), Ok(-1));
+        assert_eq!(parse_nanos(&format!("0.{}1", "0".repeat(60))), Ok(1));
+        assert_eq!(parse_nanos(&format!("0.{}", "0".repeat(60))), Ok(0));
+        assert_eq!(parse_nanos("1.0000000001"), Ok(1_000_000_001));
+        // i128::MAX nano-nano-units: the largest mantissa, rounded up.
+        assert_eq!(parse_nanos("170141183460469231731687303715.884105727n"), Ok(i128::MAX / 1_000_000_000 + 1));
     }
 }

@@ -23,7 +23,7 @@ mod writing;
 pub use context::{Calls, Context, ParentView};
 pub use endpoints::{http, metrics, metrics_auth, tls};
 pub use errors::{OperatorError, ReconcileError};
-pub(crate) use reconciling::desired;
+pub use reconciling::desired;
 use reconciling::{backoff, inputs, reconcile};
 pub use run::run;
 pub use swapping::{hot_swap, logic_modules, rollout, serving, shadow, swap_plan};

@@ -2,6 +2,6 @@
 //! the checks on what it answers, and the per-parent retry delays.
 
 pub(super) mod backoff;
-pub(crate) mod desired;
+pub mod desired;
 pub(super) mod inputs;
 pub(super) mod reconcile;
