@@ -23,6 +23,7 @@
 # seconds, 1 takes minutes more and runs 3 to 5 times as many inputs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh cxx
 
 TARGETS_ALL=(memcached watch_event answer quantity)
 OPT_LEVEL=${FUZZ_OPT_LEVEL:-0}

@@ -6,6 +6,7 @@
 #   install-deps.sh browser  Debian's chromium, which the playground's browser
 #                          test drives (playwright's own browser downloads
 #                          are not reachable here).
+#   install-deps.sh cxx    a C++ compiler, which libFuzzer (fuzz/) is built with.
 set -euo pipefail
 
 as_root() {
@@ -34,6 +35,9 @@ for what in "$@"; do
             ;;
         browser)
             [ -x /usr/bin/chromium ] || apt_install chromium
+            ;;
+        cxx)
+            command -v c++ >/dev/null || apt_install g++
             ;;
         *) echo "install-deps: unknown set $what" >&2; exit 2 ;;
     esac
