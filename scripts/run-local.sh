@@ -100,8 +100,10 @@ if [ "${LOCAL_CLUSTER:-}" != 1 ] && { [ -n "${KUBECONFIG:-}" ] || [ -f "$HOME/.k
   "$KUBECTL" apply --server-side --field-manager memcached-operator-make-run -f deploy/crd/
   "$KUBECTL" wait --for condition=established --timeout 60s crd/memcacheds.memcached.c5c3.io >/dev/null
   log "starting the operator (Ctrl-C stops it); try: kubectl apply -f deploy/samples/minimal.yaml"
+  # A local run acts as you, as `dev` does (--module-identity=operator);
+  # deploy/ gives the module its own ServiceAccount.
   # shellcheck disable=SC2086 # OPERATOR_ARGS is a list of flags
-  exec "$OPERATOR" run --leader-elect=false --log-format text \
+  exec "$OPERATOR" run --leader-elect=false --log-format text --module-identity=operator \
     --metrics-bind-address "$METRICS_ADDRESS" --metrics-secure=false --health-probe-bind-address "$HEALTH_ADDRESS" ${OPERATOR_ARGS:-}
 fi
 
@@ -221,8 +223,9 @@ done
 
 OPERATOR_LOG="$RUN_DIR/operator.log"
 log "starting the operator as the cluster admin (log: $OPERATOR_LOG)"
+# As the cluster admin, not as the module's own ServiceAccount (deploy/'s).
 # shellcheck disable=SC2086 # OPERATOR_ARGS is a list of flags
-NO_COLOR=1 "$OPERATOR" run --leader-elect=false --log-format text \
+NO_COLOR=1 "$OPERATOR" run --leader-elect=false --log-format text --module-identity=operator \
   --metrics-bind-address "$METRICS_ADDRESS" --metrics-secure=false --health-probe-bind-address "$HEALTH_ADDRESS" ${OPERATOR_ARGS:-} \
   >"$OPERATOR_LOG" 2>&1 &
 OPERATOR_PID=$!

@@ -228,14 +228,13 @@ async fn a_module_whose_role_lacks_what_it_claims_is_refused_at_load_naming_verb
     let mark = ns.plane.audit_mark().expect("the audit log");
     let running = Running::start_with_client(identities.operator_client().await, vec![module], identities.options());
     let error = tokio::time::timeout(WAIT, running.stop()).await.expect("refused in time").expect_err("refused");
-    let message = error.to_string();
-    assert!(matches!(error, OperatorError::Access { .. }), "{message}");
+    assert!(matches!(error, OperatorError::Access { .. }), "{error}");
+    let reason = std::error::Error::source(&error).map(ToString::to_string).unwrap_or_default();
+    let message = format!("{error}: {reason}");
     for named in [
-        "module greeting is refused",
+        "module greeting is refused: ",
         user.as_str(),
-        "create secrets (Secret)",
-        "list secrets (Secret)",
-        "delete secrets (Secret)",
+        " may not get, list, watch, create, update, delete secrets (Secret)",
         &format!("in namespace {}", ns.namespace),
     ] {
         assert!(message.contains(named), "{named:?} not in: {message}");
@@ -258,7 +257,8 @@ async fn a_module_whose_role_lacks_what_it_claims_is_refused_at_load_naming_verb
         .expect("running wasm-operator");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success(), "{stderr}");
-    assert!(stderr.contains("create secrets (Secret)") && stderr.contains(&user), "{stderr}");
+    assert!(stderr.contains("create, update, delete secrets (Secret)") && stderr.contains(&user), "{stderr}");
+    assert_eq!(stderr.matches("may not").count(), 1, "said once: {stderr}");
 
     // With --module-identity=operator (the opt-out) it runs as the operator.
     let mut opted_out = std::process::Command::new(&binary)
@@ -382,7 +382,7 @@ async fn a_new_version_claiming_more_than_its_role_grants_is_refused_at_swap() {
         .and_then(|c| c.iter().find(|c| c["type"] == "Verified"))
         .map(|c| c["message"].as_str().unwrap_or_default().to_owned())
         .unwrap_or_default();
-    assert!(message.contains("create secrets (Secret)"), "{message}");
+    assert!(message.contains("create, update, delete secrets (Secret)"), "{message}");
     assert!(!exists(&ns.api(&secret_resource()), "g").await, "the refused version wrote a Secret");
     assert!(running.swaps("refused") >= 1, "counted as a refused swap");
     let _ = logic_modules.delete("greeting", &Default::default()).await;

@@ -66,7 +66,7 @@ pub enum OperatorError {
     SameParent { kind: String, first: String, second: String },
     #[error(transparent)]
     Identity(#[from] crate::operator::identity::IdentityError),
-    #[error("module {module} is refused: {source}")]
+    #[error("module {module} is refused")]
     Access { module: String, source: crate::operator::identity::AccessError },
     #[error("no module to run")]
     NoModules,

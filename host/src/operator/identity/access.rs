@@ -48,8 +48,18 @@ pub enum AccessError {
     Review { user: String, source: Box<kube::Error> },
 }
 
+/// `list, watch memcacheds.memcached.c5c3.io (Memcached); create secrets
+/// (Secret)`: the verbs of each resource together, in the order needed.
 fn list(missing: &[Permission]) -> String {
-    missing.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+    let mut resources: Vec<(String, Vec<&str>)> = Vec::new();
+    for permission in missing {
+        let verbless = permission.to_string().split_once(' ').map(|(_, rest)| rest.to_owned()).unwrap_or_default();
+        match resources.iter_mut().find(|(resource, _)| *resource == verbless) {
+            Some((_, verbs)) => verbs.push(permission.verb),
+            None => resources.push((verbless, vec![permission.verb])),
+        }
+    }
+    resources.iter().map(|(resource, verbs)| format!("{} {resource}", verbs.join(", "))).collect::<Vec<_>>().join("; ")
 }
 
 fn scope(namespace: Option<&str>) -> String {
@@ -204,18 +214,16 @@ mod tests {
     fn a_refusal_names_each_verb_and_kind_and_where() {
         let error = AccessError::Denied {
             user: "system:serviceaccount:ops:greeting".into(),
-            missing: vec![Permission {
-                verb: "create",
-                group: String::new(),
-                resource: "secrets".into(),
-                subresource: None,
-                kind: "Secret".into(),
-            }],
+            missing: needed_permissions(&test_manifest(&["/Secret/secrets"], &[]))
+                .into_iter()
+                .filter(|p| p.resource == "secrets" && p.verb != "get" || p.subresource == Some("status"))
+                .collect(),
             namespace: None,
         };
         assert_eq!(
             error.to_string(),
-            "system:serviceaccount:ops:greeting may not create secrets (Secret) in all namespaces"
+            "system:serviceaccount:ops:greeting may not patch greetings.example.com/status (Greeting); \
+             list, watch, create, update, delete secrets (Secret) in all namespaces"
         );
     }
 }
