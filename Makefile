@@ -52,7 +52,7 @@ TEST_MODULES := $(TEST_MODULE) $(TEST_MODULE_VARIANTS) $(PY_MODULE) $(TS_MODULE)
 .PHONY: test-python-sdk lint-python
 .PHONY: test-controllers bench-controllers metacontroller
 .PHONY: helm
-.PHONY: go-operator oci-registry cosign
+.PHONY: go-operator oci-registry cosign toxiproxy soak
 
 all: build
 
@@ -307,6 +307,11 @@ oci-registry:
 ## path (COSIGN_BINARY=path skips the build). tests/module_signature.rs signs modules with it.
 cosign:
 	@bash scripts/cosign.sh
+
+## toxiproxy: build (or find) Shopify's Toxiproxy server (tests/toxiproxy/go.mod), cached outside the repo;
+## prints its path (TOXIPROXY_BINARY=path skips the build). make soak puts it between the operators and the API server.
+toxiproxy:
+	@bash scripts/toxiproxy.sh
 
 ## envtest: build (or find) etcd, kube-apiserver, kube-controller-manager, kubectl, kube-scheduler and kwok;
 ## prints the folder
