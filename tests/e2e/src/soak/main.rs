@@ -44,7 +44,7 @@ mod world;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::{Command, ExitCode};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -52,10 +52,11 @@ use std::time::{Duration, Instant};
 use control_plane::{ControlPlane, Options, User};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Namespace, Secret};
+use k8s_openapi::api::core::v1::Secret;
 use kube::Client;
-use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ObjectMeta, Patch, PatchParams, PostParams,
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use memcached_e2e::cluster::{
+    Sample, SampleError, create_namespace_with_secrets, memcached_resource, owned_resources, read_samples,
 };
 use replicas::{LEASE_NAME, Replica};
 use serde_json::{Value, json};
@@ -89,6 +90,8 @@ pub enum SoakError {
     ReplicaExited { replica: char, status: String },
     #[error("render: {0}")]
     Render(String),
+    #[error(transparent)]
+    Samples(#[from] SampleError),
 }
 
 impl SoakError {
@@ -203,7 +206,7 @@ impl Rng {
         Rng(seed ^ 0x9E37_79B9_7F4A_7C15)
     }
 
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -213,77 +216,17 @@ impl Rng {
 
     /// In 0..n (n > 0).
     pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
+        (self.next_u64() % n.max(1) as u64) as usize
     }
 
     /// In [0, 1).
     pub fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
 
     pub fn between(&mut self, low: f64, high: f64) -> f64 {
         low + (high - low) * self.unit()
     }
-}
-
-fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
-    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
-}
-
-pub fn memcached_resource() -> ApiResource {
-    resource("memcached.c5c3.io", "v1alpha1", "Memcached", "memcacheds")
-}
-
-/// Every kind a Memcached may own, in the order world.rs indexes them.
-pub fn owned_resources() -> Vec<ApiResource> {
-    vec![
-        resource("apps", "v1", "Deployment", "deployments"),
-        resource("", "v1", "Service", "services"),
-        resource("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets"),
-        resource("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers"),
-        resource("monitoring.coreos.com", "v1", "ServiceMonitor", "servicemonitors"),
-        resource("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies"),
-    ]
-}
-
-/// A sample CR and the number of objects it renders to.
-struct Sample {
-    object: Value,
-    children: usize,
-}
-
-fn read_samples(folder: &Path, operator: &Path) -> Result<Vec<Sample>, SoakError> {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(folder)
-        .map_err(|e| SoakError::io(format!("reading {}", folder.display()), e))?
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|path| path.extension().is_some_and(|e| e == "yaml"))
-        .collect();
-    paths.sort();
-    let mut samples = Vec::new();
-    for path in paths {
-        let text =
-            std::fs::read_to_string(&path).map_err(|e| SoakError::io(format!("reading {}", path.display()), e))?;
-        let object: Value =
-            serde_norway::from_str(&text).map_err(|e| SoakError::Setup(format!("{}: {e}", path.display())))?;
-        let rendered = Command::new(operator)
-            .args(["render", "-o", "json", "-f"])
-            .arg(&path)
-            .stderr(Stdio::null())
-            .output()
-            .map_err(|e| SoakError::io(format!("running {} render", operator.display()), e))?;
-        let list: Value = serde_json::from_slice(&rendered.stdout)
-            .map_err(|e| SoakError::Setup(format!("{}: render printed no JSON: {e}", path.display())))?;
-        let children =
-            list["items"].as_array().map_or(0, |items| items.iter().filter(|i| i["kind"] != "Memcached").count());
-        if children == 0 {
-            return Err(SoakError::Setup(format!("{}: renders no object", path.display())));
-        }
-        samples.push(Sample { object, children });
-    }
-    if samples.is_empty() {
-        return Err(SoakError::Setup(format!("no sample in {}", folder.display())));
-    }
-    Ok(samples)
 }
 
 /// The module files the soak swaps between.
@@ -682,33 +625,6 @@ fn commit(root: &Path) -> String {
         .unwrap_or_else(|| "?".into())
 }
 
-async fn create_namespace_with_secrets(client: &Client, namespace: &str) -> Result<(), SoakError> {
-    let meta = |name: &str| ObjectMeta { name: Some(name.to_owned()), ..ObjectMeta::default() };
-    Api::<Namespace>::all(client.clone())
-        .create(&PostParams::default(), &Namespace { metadata: meta(namespace), ..Namespace::default() })
-        .await?;
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
-    let strings = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
-    let sasl = Secret {
-        metadata: meta("memcached-sasl"),
-        string_data: Some(strings(&[("password-file", "memcached:soak-password-0")])),
-        ..Secret::default()
-    };
-    let tls = Secret {
-        metadata: meta("memcached-tls"),
-        string_data: Some(strings(&[
-            ("tls.crt", "placeholder-0"),
-            ("tls.key", "placeholder"),
-            ("ca.crt", "placeholder"),
-        ])),
-        ..Secret::default()
-    };
-    for secret in [sasl, tls] {
-        secrets.create(&PostParams::default(), &secret).await?;
-    }
-    Ok(())
-}
-
 fn cr_name(i: usize) -> String {
     format!("cache-{i:05}")
 }
@@ -837,7 +753,7 @@ async fn sample_replicas(shared: Arc<Run>) {
                     if let Err(error) = replica.start() {
                         progress(&format!("could not start replica {} again: {error}", replica.name));
                     }
-                } else if tick % 10 == 0 {
+                } else if tick.is_multiple_of(10) {
                     let _ = replica.sample().await;
                 }
             }

@@ -449,15 +449,10 @@ pub fn render(config: &Config, outcome: &Outcome, replicas: &[Replica]) -> (Stri
         let cells: Vec<String> = marks
             .iter()
             .map(|at| {
-                incarnation
-                    .rss
-                    .iter()
-                    .filter(|(t, _, _)| t <= at && *at - *t < Duration::from_secs(30))
-                    .next_back()
-                    .map_or_else(
-                        || "".to_owned(),
-                        |(_, kib, leads)| format!("{:.0}{}", *kib as f64 / 1024.0, if *leads { " L" } else { "" }),
-                    )
+                incarnation.rss.iter().rfind(|(t, _, _)| t <= at && *at - *t < Duration::from_secs(30)).map_or_else(
+                    || "".to_owned(),
+                    |(_, kib, leads)| format!("{:.0}{}", *kib as f64 / 1024.0, if *leads { " L" } else { "" }),
+                )
             })
             .collect();
         let _ = writeln!(out, "| {} | {} |", incarnation.identity, cells.join(" | "));
