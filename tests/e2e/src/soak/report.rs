@@ -199,6 +199,10 @@ pub fn render(config: &Config, outcome: &Outcome, replicas: &[Replica]) -> (Stri
     let all = spread(converged, |_| true);
     let outside_partitions = spread(converged, |c| !partitions.iter().any(|f| overlaps(c, f)));
     let outside_all = spread(converged, |c| !disruptions.iter().any(|f| overlaps(c, f)));
+    // A rotation rolls every Deployment referencing the Secret at once (a
+    // burst through --concurrency), each counted as a change.
+    let outside_all_no_rotation =
+        spread(converged, |c| !c.label.starts_with("Secret rotated") && !disruptions.iter().any(|f| overlaps(c, f)));
     let pending = outcome.world.pending_list();
     let drifts: Vec<Drift> =
         replicas.iter().flat_map(|r| &r.incarnations).map(|i| drift(i, outcome.soak_started, outcome.warmup)).collect();
@@ -289,6 +293,11 @@ pub fn render(config: &Config, outcome: &Outcome, replicas: &[Replica]) -> (Stri
         out,
         "| change → converged, outside every fault window (partitions, resets, API server restarts, no leader) | {} | |",
         row(outside_all)
+    );
+    let _ = writeln!(
+        out,
+        "| change → converged, outside every fault window, Secret rotations apart | {} | |",
+        row(outside_all_no_rotation)
     );
     let leaderless: f64 = gaps.iter().map(|g| (g.ended - g.started).as_secs_f64()).sum();
     let _ = writeln!(
