@@ -53,7 +53,7 @@ TEST_MODULES := $(TEST_MODULE) $(TEST_MODULE_VARIANTS) $(PY_MODULE) $(TS_MODULE)
 .PHONY: fuzz test-fuzz
 .PHONY: test-controllers bench-controllers metacontroller
 .PHONY: helm
-.PHONY: go-operator oci-registry cosign
+.PHONY: go-operator oci-registry cosign toxiproxy soak
 
 all: build
 
@@ -328,6 +328,30 @@ oci-registry:
 ## path (COSIGN_BINARY=path skips the build). tests/module_signature.rs signs modules with it.
 cosign:
 	@bash scripts/cosign.sh
+
+## soak: two replicas of memcached-operator with leader election, SOAK_CRS Memcached CRs (1000) on kwok nodes,
+## for SOAK_MINUTES (60), under seeded random churn (SOAK_SEED) and faults: CR edits, deletes and re-creates,
+## children deleted or edited by hand, Secret rotations, hot swaps (and one that must roll back), API server
+## restarts, leader kills, and latency, resets and partitions through Toxiproxy; prints a table (README "Soak").
+## Not part of make test.
+SOAK_MINUTES ?= 60
+SOAK_CRS ?= 1000
+SOAK_SEED ?= 22
+SOAK_FLAGS ?=
+SOAK_FAILING := target/memcached-soak-fail-on-later.wasm
+soak: $(OPERATOR) $(HOST) $(SOAK_FAILING) toxiproxy
+	$(CARGO) build --release -p memcached-e2e --bin soak
+	target/release/soak --minutes $(SOAK_MINUTES) --crs $(SOAK_CRS) --seed $(SOAK_SEED) $(SOAK_FLAGS)
+
+# The Memcached module trapping on parents annotated soak.c5c3.io/fail-on-later: the version make soak
+# swaps in once and the operator must roll back. Built only for make soak.
+$(SOAK_FAILING): $(GUEST_SOURCES) scripts/build-wasm.sh
+	bash scripts/build-wasm.sh guest memcached-logic $@ soak-fail-on-later
+
+## toxiproxy: build (or find) Shopify's Toxiproxy server (tests/toxiproxy/go.mod), cached outside the repo;
+## prints its path (TOXIPROXY_BINARY=path skips the build). make soak puts it between the operators and the API server.
+toxiproxy:
+	@bash scripts/toxiproxy.sh
 
 ## envtest: build (or find) etcd, kube-apiserver, kube-controller-manager, kubectl, kube-scheduler and kwok;
 ## prints the folder

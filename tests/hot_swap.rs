@@ -29,6 +29,7 @@ use serde_json::{Value, json};
 use wasm_operator::modules::oci::{Registry, RegistryOptions};
 use wasm_operator::modules::{ModuleSlot, digest};
 use wasm_operator::operator::hot_swap::SwapPolicy;
+use wasm_operator::operator::leader::LeaderElectionOptions;
 use wasm_operator::operator::logic_modules::LogicModuleOptions;
 
 const PARENTS: usize = 100;
@@ -258,6 +259,59 @@ async fn an_operator_restarted_mid_swap_comes_up_on_the_declared_module() {
     eventually("the file's version serving", || async { (active.active_digest() == wanted).then_some(()) }).await;
     wait_all_of(&ns, COUNT, "every ConfigMap from v2", |_, d| d["revision"] == "2").await;
     assert_eq!(active.swaps("succeeded") + active.swaps("refused"), 0, "nothing left to swap");
+    second.stop().await.expect("a clean stop");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A standby that takes over serves the version the watched file holds,
+/// which the leader swapped in while it waited. `make soak` found the new
+/// leader on the version it had started with, until the file changed again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standby_taking_over_serves_the_version_the_file_holds() {
+    const COUNT: usize = 5;
+    let v2 = built("greeting-v2.wasm");
+    let dir = temp_dir("takeover");
+    let live = dir.join("greeting.wasm");
+    std::fs::write(&live, built("greeting.wasm")).expect("installing v1");
+    let ns = TestNamespace::new("hot-swap-takeover").await;
+    let plane = ns.plane;
+    let load =
+        || wasm_operator::modules::LogicModule::from_file(memcached_tests::engine(), &live, false).expect("loads");
+    plane.apply_yaml(&load().manifest().crd).await.expect("installing the Greeting CRD");
+    create_greetings(&ns.api(&gvk("example.c5c3.io", "v1", "Greeting", "greetings")), COUNT).await;
+    let replica_options = |identity: &str| {
+        let mut election =
+            LeaderElectionOptions::new(ns.namespace.clone(), "greeting-takeover".into(), identity.to_owned());
+        election.lease_duration = Duration::from_secs(4);
+        election.renew_deadline = Duration::from_secs(3);
+        election.retry_period = Duration::from_millis(200);
+        wasm_operator::operator::Options { leader_election: Some(election), ..quick_swaps(&ns.namespace) }
+    };
+    let start = |identity: &'static str| {
+        let slot = ModuleSlot::watching(load(), live.clone(), false);
+        async move {
+            let client = plane.client(control_plane::User::Operator).await.expect("a client");
+            Running::start_slots(client, vec![slot], replica_options(identity))
+        }
+    };
+    let leads = |running: &Running| metric_value(&running.metrics.encode(), "wasm_operator_leader", "") == 1;
+    let first = start("first").await;
+    eventually("the first replica to lead", || async { leads(&first).then_some(()) }).await;
+    let second = start("second").await;
+    wait_all_of(&ns, COUNT, "every ConfigMap from v1", |_, d| d["revision"].is_null()).await;
+
+    replace(&live, &v2);
+    let wanted = vec![digest(&v2)];
+    let leader = Operator { running: &first };
+    eventually("v2 serving on the leader", || async { (leader.active_digest() == wanted).then_some(()) }).await;
+    wait_all_of(&ns, COUNT, "every ConfigMap from v2", |_, d| d["revision"] == "2").await;
+    first.stop().await.expect("a clean stop");
+
+    let successor = Operator { running: &second };
+    eventually("the second replica to lead on v2", || async {
+        (leads(&second) && successor.active_digest() == wanted).then_some(())
+    })
+    .await;
     second.stop().await.expect("a clean stop");
     let _ = std::fs::remove_dir_all(&dir);
 }

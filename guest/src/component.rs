@@ -129,6 +129,14 @@ impl wit_reconciler::Guest for Component {
             .collect())
     }
     fn desired(parent: String, owned: Vec<String>, related: Vec<String>) -> Result<Vec<String>> {
+        // `make soak`'s failing version (built only there): the same logic,
+        // trapping on a parent that carries the annotation
+        // soak.c5c3.io/fail-on-later, which no parent has when the version
+        // is swapped in (so its dry run passes) and one gets afterwards (so
+        // the host must roll it back).
+        if cfg!(feature = "soak-fail-on-later") && parent.contains("soak.c5c3.io/fail-on-later") {
+            panic!("this build traps on parents annotated soak.c5c3.io/fail-on-later");
+        }
         Ok(logic::desired(&parent, &owned, &related)?)
     }
     fn status(

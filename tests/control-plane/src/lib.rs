@@ -98,6 +98,11 @@ pub struct Options {
     /// Flags appended to kube-apiserver's (e.g. higher inflight limits).
     /// None by default.
     pub extra_apiserver_args: Vec<String>,
+    /// The audit policy (YAML) instead of [`audit::POLICY`] (e.g. request
+    /// and response bodies of some writes, for `make soak`). Keep
+    /// `omitStages: [RequestReceived, ResponseStarted]`: the readers expect
+    /// one event per request.
+    pub audit_policy: Option<String>,
 }
 
 impl Default for Options {
@@ -109,6 +114,7 @@ impl Default for Options {
             pods: false,
             extra_etcd_args: Vec::new(),
             extra_apiserver_args: Vec::new(),
+            audit_policy: None,
         }
     }
 }
@@ -329,7 +335,7 @@ impl ControlPlane {
         .map(String::from)
         .to_vec();
         if options.audit_log {
-            write(&dir.join("audit-policy.yaml"), audit::POLICY)?;
+            write(&dir.join("audit-policy.yaml"), options.audit_policy.as_deref().unwrap_or(audit::POLICY))?;
             apiserver_args.extend(
                 [
                     "--audit-policy-file",

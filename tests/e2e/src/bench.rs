@@ -49,16 +49,17 @@ mod machine;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use control_plane::{AuditEvent, ControlPlane, Options, User};
 use convergence::Tracker;
 use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::core::v1::{Namespace, Secret};
+use k8s_openapi::api::core::v1::Secret;
 use kube::Client;
-use kube::api::{
-    Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, ObjectMeta, Patch, PatchParams, PostParams,
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use memcached_e2e::cluster::{
+    Sample, SampleError, create_namespace_with_secrets, memcached_resource, owned_resources, read_samples,
 };
 use memcached_e2e::operators::{self, Flavor, OperatorProcess, ProcessError, Requests};
 use serde_json::Value;
@@ -80,12 +81,12 @@ enum BenchError {
     Kube(#[from] kube::Error),
     #[error("{context}: {source}")]
     Io { context: String, source: std::io::Error },
-    #[error("the sample {path}: {message}")]
-    Sample { path: PathBuf, message: String },
     #[error("timed out after {seconds}s waiting for {what}")]
     Timeout { what: String, seconds: u64 },
     #[error(transparent)]
     Process(#[from] ProcessError),
+    #[error(transparent)]
+    Samples(#[from] SampleError),
 }
 
 fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> BenchError {
@@ -211,13 +212,6 @@ struct Binaries {
     go_crds: PathBuf,
 }
 
-/// One sample CR the bench cycles through, and how many objects it owns.
-struct Sample {
-    name: String,
-    object: Value,
-    children: usize,
-}
-
 async fn run(root: &Path, config: &Config) -> Result<(), BenchError> {
     // Ours also renders the samples, to know what each CR owns.
     if !config.operator.is_file() {
@@ -297,64 +291,6 @@ fn bench_plane_options() -> Options {
         extra_apiserver_args: vec!["--max-requests-inflight=800".into(), "--max-mutating-requests-inflight=400".into()],
         ..Options::default()
     }
-}
-
-/// Every sample, by file name, with the number of objects ours renders for it.
-fn read_samples(folder: &Path, operator: &Path) -> Result<Vec<Sample>, BenchError> {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(folder)
-        .map_err(io(format!("reading {}", folder.display())))?
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|path| path.extension().is_some_and(|e| e == "yaml"))
-        .collect();
-    paths.sort();
-    let mut samples = Vec::new();
-    for path in paths {
-        let sample_error = |message: String| BenchError::Sample { path: path.clone(), message };
-        let text = std::fs::read_to_string(&path).map_err(io(format!("reading {}", path.display())))?;
-        let object: Value = serde_norway::from_str(&text).map_err(|e| sample_error(e.to_string()))?;
-        if object.pointer("/spec").is_none_or(Value::is_null) {
-            return Err(sample_error("no spec".into()));
-        }
-        let rendered = Command::new(operator)
-            .args(["render", "-o", "json", "-f"])
-            .arg(&path)
-            .stderr(Stdio::inherit())
-            .output()
-            .map_err(io(format!("running {} render", operator.display())))?;
-        let list: Value = serde_json::from_slice(&rendered.stdout)
-            .map_err(|e| sample_error(format!("`render -o json` printed no JSON list: {e}")))?;
-        let children = list["items"].as_array().map_or(0, Vec::len);
-        if !rendered.status.success() || children == 0 {
-            return Err(sample_error(format!("`render` renders no object ({})", rendered.status)));
-        }
-        let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-        samples.push(Sample { name, object, children });
-    }
-    if samples.is_empty() {
-        return Err(BenchError::Usage(format!("no sample in {}", folder.display())));
-    }
-    Ok(samples)
-}
-
-fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
-    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
-}
-
-/// Both operators' CRDs serve v1alpha1 (the Go operator's stores v1beta1).
-fn memcached_resource() -> ApiResource {
-    resource("memcached.c5c3.io", "v1alpha1", "Memcached", "memcacheds")
-}
-
-/// Every kind a Memcached may own.
-fn owned_resources() -> Vec<ApiResource> {
-    vec![
-        resource("apps", "v1", "Deployment", "deployments"),
-        resource("", "v1", "Service", "services"),
-        resource("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets"),
-        resource("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers"),
-        resource("monitoring.coreos.com", "v1", "ServiceMonitor", "servicemonitors"),
-        resource("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies"),
-    ]
 }
 
 /// One operator at one size.
@@ -785,34 +721,6 @@ async fn idle_pass(
     let window = started.elapsed();
     let reconciles = operator.scrape().await?.reconciles.saturating_sub(quiet);
     Ok(IdlePass { reconciles, audit, window })
-}
-
-async fn create_namespace_with_secrets(client: &Client, namespace: &str) -> Result<(), BenchError> {
-    let meta = |name: &str| ObjectMeta { name: Some(name.to_owned()), ..ObjectMeta::default() };
-    Api::<Namespace>::all(client.clone())
-        .create(&PostParams::default(), &Namespace { metadata: meta(namespace), ..Namespace::default() })
-        .await?;
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
-    let strings = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
-    // Placeholders: no pod ever mounts them here.
-    let sasl = Secret {
-        metadata: meta("memcached-sasl"),
-        string_data: Some(strings(&[("password-file", "memcached:bench-password")])),
-        ..Secret::default()
-    };
-    let tls = Secret {
-        metadata: meta("memcached-tls"),
-        string_data: Some(strings(&[
-            ("tls.crt", "placeholder"),
-            ("tls.key", "placeholder"),
-            ("ca.crt", "placeholder"),
-        ])),
-        ..Secret::default()
-    };
-    for secret in [sasl, tls] {
-        secrets.create(&PostParams::default(), &secret).await?;
-    }
-    Ok(())
 }
 
 /// CR `i`: named `cache-i`, in namespace `i mod namespaces`, from sample `i mod samples`.

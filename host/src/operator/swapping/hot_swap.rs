@@ -267,6 +267,18 @@ impl Refusal {
 /// until the task is dropped.
 pub async fn watch_file(ctx: Arc<Context>, path: PathBuf, allow_precompiled: bool) {
     let mut file = WatchedFile::new(path.clone(), ctx.swap_policy.poll_interval / 4);
+    // The file may hold another version than the one loaded at start: a
+    // standby taking over after the leader swapped (`make soak` found the
+    // new leader serving the old version until the file changed again).
+    // The version it holds is offered once; the same bytes do nothing.
+    match tokio::fs::read(&path).await {
+        Ok(bytes) => {
+            offer(&ctx, ModuleSource::File(path.clone()), bytes, allow_precompiled).await;
+        }
+        Err(error) => {
+            tracing::warn!(module = ctx.module_name, file = %path.display(), error = %error, "cannot read the module file")
+        }
+    }
     loop {
         tokio::time::sleep(ctx.swap_policy.poll_interval).await;
         let Some(read) = file.changed().await else { continue };

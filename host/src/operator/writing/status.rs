@@ -2,7 +2,7 @@
 //! subresource only when it changed; and the one condition the host writes
 //! itself, `Stalled`, when the module failed and cannot report it.
 
-use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
 
@@ -29,34 +29,56 @@ pub async fn write_status(
     // Refused before anything is written: the parent's status stays.
     let new = check_status(&text).map_err(ReconcileError::InvalidOutput)?;
     let text = &answered.insert(StatusAnswer { now, text }).text;
-    let old = parent.object.status();
-    if same_ignoring_nulls(&old, &new) {
-        return Ok(false);
-    }
+    let mut old = parent.object.status();
     let key = (parent.namespace.to_owned(), parent.name.to_owned());
     let based_on = parent.object.resource_version();
     let written_hash = StatusMemo::hash(text);
+    let api: Api<DynamicObject> = ctx.parent_kind.api(&ctx.identity.client, parent.namespace);
+    if same_ignoring_nulls(&old, &new) {
+        if !ctx.status_memo.cache_may_miss_our_write(&key, based_on.as_deref(), written_hash) {
+            return Ok(false);
+        }
+        // The cache may not hold the other status this process wrote last
+        // (its echo is still to come): the parent may show that one, not
+        // the cached one. Compare with the API server's (make soak found a
+        // child's change in that window leaving a stale status for good).
+        // A list of that one name: the module's identity may list its
+        // parents (checked at load), not necessarily get them.
+        let one = ListParams::default().fields(&format!("metadata.name={}", parent.name));
+        let fresh = api.list(&one).await.map_err(|source| ReconcileError::Api {
+            verb: "list",
+            kind: ctx.parent_kind.name().to_owned(),
+            namespace: parent.namespace.to_owned(),
+            name: parent.name.to_owned(),
+            source: Box::new(source),
+        })?;
+        let Some(fresh) = fresh.items.into_iter().next() else { return Ok(false) };
+        old = fresh.data.get("status").cloned().unwrap_or(Value::Null);
+        if same_ignoring_nulls(&old, &new) {
+            return Ok(false);
+        }
+    }
     if ctx.status_memo.already_written(&key, based_on.as_deref(), written_hash) {
         // The cached parent predates our own last write of this very status
         // (a child's event woke us before the parent's did): nothing to do.
         return Ok(false);
     }
     let patch = json!({ "status": merge_patch(&old, &new) });
-    let api: Api<DynamicObject> = ctx.parent_kind.api(&ctx.identity.client, parent.namespace);
     let params = patch_params(ctx);
     let patch = Patch::Merge(&patch);
     let request = api.patch_status(parent.name, &params, &patch);
     let parent_kind = &ctx.parent_kind;
-    ctx.own_write(parent_kind, parent.namespace, parent.name, parent.name, request).await.map_err(|source| {
-        ReconcileError::Api {
-            verb: "patch status of",
-            kind: ctx.parent_kind.name().to_owned(),
-            namespace: parent.namespace.to_owned(),
-            name: parent.name.to_owned(),
-            source: Box::new(source),
-        }
-    })?;
-    ctx.status_memo.wrote(key, based_on, written_hash);
+    let written =
+        ctx.own_write(parent_kind, parent.namespace, parent.name, parent.name, request).await.map_err(|source| {
+            ReconcileError::Api {
+                verb: "patch status of",
+                kind: ctx.parent_kind.name().to_owned(),
+                namespace: parent.namespace.to_owned(),
+                name: parent.name.to_owned(),
+                source: Box::new(source),
+            }
+        })?;
+    ctx.status_memo.wrote(key, based_on, written_hash, written.resource_version());
     tracing::info!(module = ctx.module_name, kind = ctx.parent_kind.name(), name = parent.name, "status updated");
     Ok(true)
 }
@@ -151,11 +173,17 @@ fn with_stalled(
 }
 
 /// The status last written per parent (a hash of the module's answer: a
-/// few bytes per parent, not the whole status), and the parent
-/// resourceVersion it was computed from.
+/// few bytes per parent, not the whole status), the parent
+/// resourceVersion it was computed from, and the one the write made.
 #[derive(Default)]
 pub struct StatusMemo {
-    written: std::sync::Mutex<std::collections::HashMap<ParentKey, (Option<String>, u64)>>,
+    written: std::sync::Mutex<std::collections::HashMap<ParentKey, Written>>,
+}
+
+struct Written {
+    based_on: Option<String>,
+    status: u64,
+    made: Option<String>,
 }
 
 impl StatusMemo {
@@ -168,11 +196,22 @@ impl StatusMemo {
 
     fn already_written(&self, parent: &ParentKey, based_on: Option<&str>, status: u64) -> bool {
         let written = self.written.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        written.get(parent).is_some_and(|(rv, last)| rv.as_deref() == based_on && *last == status)
+        written.get(parent).is_some_and(|w| w.based_on.as_deref() == based_on && w.status == status)
     }
 
-    fn wrote(&self, parent: ParentKey, based_on: Option<String>, status: u64) {
-        self.written.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(parent, (based_on, status));
+    /// Whether the cached parent (at `cached`) may lack the status this
+    /// process wrote last, which is not `status`: the cache is not at the
+    /// version that write made. Once the write's echo is in the cache, or
+    /// a later version, the cached status is the server's (unless another
+    /// writer changed the status meanwhile, which costs one read).
+    fn cache_may_miss_our_write(&self, parent: &ParentKey, cached: Option<&str>, status: u64) -> bool {
+        let written = self.written.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        written.get(parent).is_some_and(|w| w.status != status && w.made.as_deref() != cached)
+    }
+
+    fn wrote(&self, parent: ParentKey, based_on: Option<String>, status: u64, made: Option<String>) {
+        let written = Written { based_on, status, made };
+        self.written.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(parent, written);
     }
 
     pub fn forget(&self, parent: &ParentKey) {
@@ -201,6 +240,32 @@ mod tests {
         assert_eq!(reason("{\"phase\": \"Ready\"}"), Ok(()));
         let refused = check_status("[]").expect_err("refused");
         assert_eq!(refused.problem, "status: [] is not a JSON object");
+    }
+
+    /// `make soak` found this: a reconcile wrote status A (say, a
+    /// Deployment just created, 0 ready) computed on the cached parent at
+    /// version 5 (status B, all ready); the Deployment became ready before
+    /// the write's echo reached the cache, and the next reconcile computed
+    /// B again. Compared with the cache (still B), it wrote nothing, and A
+    /// stayed for good. The memo now tells that the cache may miss A.
+    #[test]
+    fn a_status_equal_to_a_cache_that_predates_our_last_write_is_checked_against_the_server() {
+        let memo = StatusMemo::default();
+        let parent = ("ns".to_owned(), "cache".to_owned());
+        let (a, b) = (StatusMemo::hash("{\"ready\":0}"), StatusMemo::hash("{\"ready\":1}"));
+        // Nothing written yet: the cache is the truth.
+        assert!(!memo.cache_may_miss_our_write(&parent, Some("5"), b));
+        memo.wrote(parent.clone(), Some("5".into()), a, Some("7".into()));
+        // Cache still at 5 (or at 6, a change before ours), B wanted: A may be on the server.
+        assert!(memo.cache_may_miss_our_write(&parent, Some("5"), b));
+        assert!(memo.cache_may_miss_our_write(&parent, Some("6"), b));
+        // A wanted again: already_written covers the cache at 5; nothing to check.
+        assert!(!memo.cache_may_miss_our_write(&parent, Some("5"), a));
+        assert!(memo.already_written(&parent, Some("5"), a));
+        // The echo (7) is in the cache: it shows A, so the cache is the truth.
+        assert!(!memo.cache_may_miss_our_write(&parent, Some("7"), b));
+        memo.forget(&parent);
+        assert!(!memo.cache_may_miss_our_write(&parent, Some("5"), b));
     }
 
     #[test]
