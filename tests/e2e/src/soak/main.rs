@@ -426,6 +426,18 @@ async fn run(root: &Path, config: &Config) -> Result<bool, SoakError> {
         ))
         .await?;
     plane.wait_until_allowed(User::Operator, "create", "apps", "deployments", Some("default")).await?;
+    // The module writes as its own ServiceAccount (the replicas' default
+    // --module-identity), with exactly the rules `memcached-operator rbac`
+    // prints for it, as deploy/ installs them.
+    let rbac = std::process::Command::new(&operator)
+        .args(["rbac", "--namespace", "default"])
+        .output()
+        .map_err(|e| SoakError::io("running memcached-operator rbac", e))?;
+    if !rbac.status.success() {
+        return Err(SoakError::Setup(format!("memcached-operator rbac: {}", String::from_utf8_lossy(&rbac.stderr))));
+    }
+    plane.apply_yaml(&String::from_utf8_lossy(&rbac.stdout)).await?;
+    plane.wait_until_service_account_allowed(("default", "memcached"), "create", "apps", "deployments", None).await?;
     let admin = plane.client(User::Admin).await?;
     let namespaces: Vec<String> = (0..config.namespaces.min(config.crs)).map(|i| format!("soak-{i}")).collect();
     for namespace in &namespaces {
