@@ -20,18 +20,20 @@ pub struct Permission {
     pub kind: String,
 }
 
+impl Permission {
+    /// `secrets (Secret)`, `memcacheds.memcached.c5c3.io/status (Memcached)`:
+    /// what the verb is on, as a Role's rule names it.
+    fn target(&self) -> String {
+        let group = if self.group.is_empty() { String::new() } else { format!(".{}", self.group) };
+        let subresource = self.subresource.map(|sub| format!("/{sub}")).unwrap_or_default();
+        format!("{}{group}{subresource} ({})", self.resource, self.kind)
+    }
+}
+
 impl std::fmt::Display for Permission {
-    /// `create secrets`, `patch memcacheds.memcached.c5c3.io/status`: what
-    /// a Role's rule names.
+    /// `create secrets (Secret)`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {}", self.verb, self.resource)?;
-        if !self.group.is_empty() {
-            write!(f, ".{}", self.group)?;
-        }
-        if let Some(subresource) = self.subresource {
-            write!(f, "/{subresource}")?;
-        }
-        write!(f, " ({})", self.kind)
+        write!(f, "{} {}", self.verb, self.target())
     }
 }
 
@@ -53,10 +55,10 @@ pub enum AccessError {
 fn list(missing: &[Permission]) -> String {
     let mut resources: Vec<(String, Vec<&str>)> = Vec::new();
     for permission in missing {
-        let verbless = permission.to_string().split_once(' ').map(|(_, rest)| rest.to_owned()).unwrap_or_default();
-        match resources.iter_mut().find(|(resource, _)| *resource == verbless) {
+        let target = permission.target();
+        match resources.iter_mut().find(|(resource, _)| *resource == target) {
             Some((_, verbs)) => verbs.push(permission.verb),
-            None => resources.push((verbless, vec![permission.verb])),
+            None => resources.push((target, vec![permission.verb])),
         }
     }
     resources.iter().map(|(resource, verbs)| format!("{} {resource}", verbs.join(", "))).collect::<Vec<_>>().join("; ")
