@@ -55,7 +55,9 @@ class Rust(Controller):
     reconciled = r" reconciled\""  # one line per object it reconciled
 
     def args(self) -> list:
-        return [OPERATOR, "run", "--namespace", self.namespace, "--leader-elect=false",
+        # As the admin, like the frameworks it is compared with (they have no
+        # ServiceAccount per module), so it writes as itself.
+        return [OPERATOR, "run", "--namespace", self.namespace, "--leader-elect=false", "--module-identity=operator",
                 "--metrics-bind-address", "127.0.0.1:0", "--metrics-secure=false", "--health-probe-bind-address", "127.0.0.1:0", "--concurrency", "8"]
 
 

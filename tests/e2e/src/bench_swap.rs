@@ -197,6 +197,8 @@ async fn run_one(root: &Path, count: usize, poll: &str) -> Result<Vec<Row>, Erro
                 &health,
             ])
             .args(["--module-poll-interval", poll, "--swap-rollout-per-second", "1000", "--concurrency", "8"])
+            // Swap timing, not identity: it writes as the admin it runs as.
+            .args(["--module-identity", "operator"])
             .env("KUBECONFIG", plane.kubeconfig(User::Admin))
             .env("XDG_CACHE_HOME", &cache)
             .stdout(Stdio::null())
