@@ -162,8 +162,11 @@ pub struct RunArgs {
     /// The Lease's name (default: the binary's name).
     #[arg(long)]
     pub leader_election_id: Option<String>,
-    /// Parents reconciled at once, per module.
-    #[arg(long, default_value_t = 4)]
+    /// Parents reconciled at once, per module. A reconcile mostly waits on
+    /// the API server (the module's calls take microseconds), so a change
+    /// that wakes many parents at once (a Secret they share) is done in
+    /// round trips of this many.
+    #[arg(long, default_value_t = 16)]
     pub concurrency: u16,
     /// How often every parent is reconciled even when nothing changed (e.g. 10m, 30s).
     #[arg(long, default_value = "10m", value_parser = parse_duration)]

@@ -581,7 +581,10 @@ fn roll_back(ctx: &Arc<Context>, failed: Probation) {
         ctx.serve(failed.previous.clone());
         false
     };
-    ctx.swap.remember(candidate.clone());
+    // Not kept compiled: a version that failed is not one to go back to,
+    // and its code would stay resident (make soak saw the leader's memory
+    // grow by it). Offered again, it is mapped from the compile cache.
+    ctx.swap.forget(candidate.digest());
     if !canary {
         ctx.metrics.unloaded(&candidate.manifest().version, candidate.digest());
         ctx.metrics.loaded(&previous.manifest().version, previous.digest());
@@ -722,6 +725,16 @@ impl SwapState {
             reconciled.parents.clear();
         }
         reconciled.parents.insert(hasher.finish());
+    }
+
+    /// No longer holds `digest` compiled (unless something else does).
+    pub(crate) fn forget(&self, digest: &str) {
+        let mut recent = self.recent.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(at) = recent.iter().position(|m| m.digest() == digest)
+            && let Some(dropped) = recent.remove(at)
+        {
+            self.metrics.ready(&dropped.manifest().version, dropped.digest(), false);
+        }
     }
 
     pub(crate) fn remember(&self, module: Arc<LogicModule>) {

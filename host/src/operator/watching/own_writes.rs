@@ -89,6 +89,12 @@ impl OwnWrites {
         }
     }
 
+    /// Whether a write to `id` was made whose echo has not reached the
+    /// cache yet (the cache may not show it).
+    pub fn awaiting_echo(&self, id: &ObjectId) -> bool {
+        self.expected.lock().unwrap_or_else(PoisonError::into_inner).contains_key(id)
+    }
+
     #[cfg(test)]
     fn len(&self) -> usize {
         self.expected.lock().unwrap_or_else(PoisonError::into_inner).len()

@@ -22,13 +22,15 @@
 //!   once a version that traps on parents annotated
 //!   `soak.c5c3.io/fail-on-later`, which must be rolled back once a parent
 //!   gets the annotation; the API server restarted and the leader killed
-//!   (SIGKILL) at intervals, the killed replica started again.
+//!   (SIGKILL) at intervals, the killed replica started again in the same
+//!   pod (the same POD_NAME) or, every second kill, in a new one.
 //! - Measured: each replica's resident memory over time and its drift after
 //!   warm-up, reconciles and their failures by cause (metrics and logs),
 //!   time from each change to convergence (all; outside partitions; outside
 //!   every injected fault), writes to unchanged objects (audit.rs) and
 //!   modifications without a content change (watches), lost updates at the
-//!   end (verify.rs), failovers and their takeover time, panics in the
+//!   end (verify.rs), failovers and the time until a replica leads again
+//!   after each kill, panics in the
 //!   logs, faults injected by kind and changes applied.
 
 mod audit;
@@ -327,13 +329,32 @@ pub struct LeaderChange {
     pub last_renewal: Instant,
 }
 
-/// A leader killed by the soak, and when another took over.
+/// A leader killed by the soak, and when a replica led again.
 #[derive(Debug, Clone)]
 pub struct Kill {
     pub identity: String,
     pub at: Instant,
+    /// Its pod replaced (a new POD_NAME: the other replica must wait the
+    /// Lease out), or only its container restarted (the same POD_NAME,
+    /// which takes its own Lease back at once).
+    pub pod_replaced: bool,
+    /// Until the Lease was next renewed (by either replica).
     pub takeover: Option<Duration>,
 }
+
+/// What the Lease poller saw.
+#[derive(Debug, Clone, Default)]
+pub struct LeaseLog {
+    /// Changes of holder.
+    pub changes: Vec<LeaderChange>,
+    /// Each renewal seen: when, and the renewTime written (a replica's
+    /// clock, this machine's).
+    pub renewals: Vec<(Instant, std::time::SystemTime)>,
+}
+
+/// Renewals further apart than this (the retry period is 2 s, plus two
+/// round trips under injected latency) are time without a leader.
+pub const NO_LEADER_AFTER: Duration = Duration::from_secs(4);
 
 /// The swap sequence's results.
 #[derive(Debug, Default, Clone)]
@@ -374,7 +395,7 @@ pub struct Outcome {
     pub created_in: Duration,
     pub faults: Vec<FaultRecord>,
     pub kills: Vec<Kill>,
-    pub leader_changes: Vec<LeaderChange>,
+    pub lease: LeaseLog,
     pub swaps: Swaps,
     pub churn: Churn,
     pub world: World,
@@ -471,8 +492,8 @@ async fn run(root: &Path, config: &Config) -> Result<bool, SoakError> {
         stop: AtomicBool::new(false),
         exits: std::sync::Mutex::new(Vec::new()),
     });
-    let leader_changes = Arc::new(std::sync::Mutex::new(Vec::<LeaderChange>::new()));
-    let lease_task = tokio::spawn(follow_lease(admin.clone(), leader_changes.clone(), shared.clone()));
+    let lease_log = Arc::new(std::sync::Mutex::new(LeaseLog::default()));
+    let lease_task = tokio::spawn(follow_lease(admin.clone(), lease_log.clone(), shared.clone()));
     let sampler = tokio::spawn(sample_replicas(shared.clone()));
 
     progress(&format!("creating {} Memcacheds in {} namespaces", config.crs, namespaces.len()));
@@ -533,16 +554,18 @@ async fn run(root: &Path, config: &Config) -> Result<bool, SoakError> {
                 progress("restarting the API server");
                 let plane_ref = &plane;
                 tokio::task::block_in_place(|| plane_ref.restart_apiserver())?;
+                // Nothing reaches the API server meanwhile: a partition of
+                // both replicas from it.
                 faults.push(FaultRecord {
                     kind: "API server restart".into(),
                     started,
                     ended: Instant::now(),
-                    partition: false,
+                    partition: true,
                     note: String::new(),
                 });
             }
             Event::KillLeader => {
-                if let Some(kill) = fault_context.kill_leader(&leader_changes).await? {
+                if let Some(kill) = fault_context.kill_leader(&lease_log, kills.len() % 2 == 1).await? {
                     faults.push(FaultRecord {
                         kind: "leader killed".into(),
                         started: kill.at,
@@ -593,7 +616,7 @@ async fn run(root: &Path, config: &Config) -> Result<bool, SoakError> {
     let writes = audit::analyse(&audit_log, OPERATOR_USER)?;
     let logs = report::Logs::read(&replicas)?;
     let world = std::mem::take(&mut *lock(&world));
-    let leader_changes = leader_changes.lock().map(|c| c.clone()).unwrap_or_default();
+    let lease = lease_log.lock().map(|l| l.clone()).unwrap_or_default();
     let exits = shared.exits.lock().map(|e| e.clone()).unwrap_or_default();
     let outcome = Outcome {
         machine,
@@ -604,7 +627,7 @@ async fn run(root: &Path, config: &Config) -> Result<bool, SoakError> {
         created_in,
         faults,
         kills,
-        leader_changes,
+        lease,
         swaps,
         churn,
         world,
@@ -713,30 +736,35 @@ async fn wait_settled(world: &Shared, timeout: Duration) -> bool {
 }
 
 /// Polls the Lease every 250 ms (directly, not through a proxy) and records
-/// each change of holder.
-async fn follow_lease(client: Client, changes: Arc<std::sync::Mutex<Vec<LeaderChange>>>, shared: Arc<Run>) {
+/// each change of holder and each renewal.
+async fn follow_lease(client: Client, log: Arc<std::sync::Mutex<LeaseLog>>, shared: Arc<Run>) {
     let api: Api<Lease> = Api::namespaced(client, "default");
     let mut holder: Option<String> = None;
-    let mut renewed: Option<String> = None;
+    let mut renewed: Option<std::time::SystemTime> = None;
     let mut last_renewal = Instant::now();
     let mut first = true;
     loop {
         if let Ok(Some(lease)) = api.get_opt(LEASE_NAME).await {
             let spec = lease.spec.unwrap_or_default();
             let now = spec.holder_identity.filter(|h| !h.is_empty());
-            let renew_time = spec.renew_time.map(|t| format!("{:?}", t.0));
-            if now != holder {
-                if !first && let Ok(mut changes) = changes.lock() {
-                    let change =
-                        LeaderChange { at: Instant::now(), from: holder.clone(), to: now.clone(), last_renewal };
-                    changes.push(change);
+            let renew_time = spec.renew_time.map(|t| std::time::SystemTime::from(t.0));
+            if let Ok(mut log) = log.lock() {
+                if now != holder {
+                    if !first {
+                        let change =
+                            LeaderChange { at: Instant::now(), from: holder.clone(), to: now.clone(), last_renewal };
+                        log.changes.push(change);
+                    }
+                    first = false;
+                    holder = now;
                 }
-                first = false;
-                holder = now;
-            }
-            if renew_time != renewed {
-                renewed = renew_time;
-                last_renewal = Instant::now();
+                if renew_time != renewed {
+                    renewed = renew_time;
+                    last_renewal = Instant::now();
+                    if let Some(written) = renew_time {
+                        log.renewals.push((last_renewal, written));
+                    }
+                }
             }
         }
         if shared.stop.load(Ordering::SeqCst) && holder.is_none() {
@@ -1005,9 +1033,16 @@ impl FaultContext<'_> {
         Ok(())
     }
 
-    /// SIGKILL the leader, start it again (a standby now), and time the
-    /// other replica's takeover.
-    async fn kill_leader(&self, changes: &Arc<std::sync::Mutex<Vec<LeaderChange>>>) -> Result<Option<Kill>, SoakError> {
+    /// SIGKILL the leader and start it again: in the same pod (its
+    /// container restarted: the same POD_NAME, which takes its Lease back
+    /// as soon as it is up), or, with `replace_pod`, in a new one (a new
+    /// POD_NAME: a replica leads again once the Lease expires). Times until
+    /// the Lease is renewed again, by either replica.
+    async fn kill_leader(
+        &self,
+        lease: &Arc<std::sync::Mutex<LeaseLog>>,
+        replace_pod: bool,
+    ) -> Result<Option<Kill>, SoakError> {
         let mut replicas = self.shared.replicas.lock().await;
         let mut leader = None;
         for (i, replica) in replicas.iter_mut().enumerate() {
@@ -1021,30 +1056,35 @@ impl FaultContext<'_> {
         };
         let identity = replicas[i].identity().unwrap_or_default().to_owned();
         let at = Instant::now();
+        let at_wall = std::time::SystemTime::now();
         replicas[i].kill().await?;
-        progress(&format!("killed the leader {identity}"));
+        progress(&format!(
+            "killed the leader {identity} ({})",
+            if replace_pod { "its pod replaced" } else { "its container restarted" }
+        ));
+        if replace_pod {
+            replicas[i].replace_pod();
+        }
         replicas[i].start()?;
         drop(replicas);
         let deadline = at + Duration::from_secs(90);
         let mut takeover = None;
         while Instant::now() < deadline {
-            let taken = changes.lock().ok().and_then(|changes| {
-                changes
-                    .iter()
-                    .find(|c| c.at >= at && c.to.as_deref().is_some_and(|to| to != identity))
-                    .map(|c| c.at - at)
+            // A renewal written after the kill is a live leader's.
+            let renewed = lease.lock().ok().and_then(|log| {
+                log.renewals.iter().find(|(_, written)| *written > at_wall).map(|(seen, _)| *seen - at)
             });
-            if taken.is_some() {
-                takeover = taken;
+            if renewed.is_some() {
+                takeover = renewed;
                 break;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         match takeover {
-            Some(t) => progress(&format!("taken over in {:.1} s", t.as_secs_f64())),
-            None => progress("no takeover within 90 s"),
+            Some(t) => progress(&format!("led again after {:.1} s", t.as_secs_f64())),
+            None => progress("no leader within 90 s"),
         }
-        Ok(Some(Kill { identity, at, takeover }))
+        Ok(Some(Kill { identity, at, pod_replaced: replace_pod, takeover }))
     }
 }
 

@@ -1,8 +1,9 @@
 //! The two replicas of `memcached-operator run`, leader election on, each
 //! talking to the API server through its own Toxiproxy proxy. A replica
-//! killed by the soak is started again as a new incarnation (a new process,
-//! a new Lease identity); the counters of the ones that ended are kept from
-//! their last scrape.
+//! that exits or is killed is started again as a new incarnation (a new
+//! process), in the same pod (the same POD_NAME, the Lease identity, as a
+//! kubelet restarting a container) unless the soak replaces its pod; the
+//! counters of the ones that ended are kept from their last scrape.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -18,8 +19,10 @@ pub const LEASE_NAME: &str = "memcached-operator-soak";
 
 /// One process of a replica.
 pub struct Incarnation {
-    /// `soak-a-1`, `soak-b-3`: its Lease identity (POD_NAME).
+    /// `soak-a-1`, `soak-b-3`: the replica and its process.
     pub identity: String,
+    /// `soak-a-pod1`: its pod's name (POD_NAME), its Lease identity.
+    pub pod_name: String,
     pub started: Instant,
     pub ended: Option<Instant>,
     pub log: PathBuf,
@@ -38,6 +41,8 @@ pub struct Replica {
     dir: PathBuf,
     extra: Vec<String>,
     child: Option<Child>,
+    /// Its pod: the number in POD_NAME.
+    pod: usize,
     /// It exited by itself, and nobody started it again yet.
     exit_noticed: bool,
     metrics: String,
@@ -63,6 +68,7 @@ impl Replica {
             dir: dir.to_owned(),
             extra,
             child: None,
+            pod: 1,
             exit_noticed: false,
             metrics: format!("127.0.0.1:{}", port()?),
             health: format!("127.0.0.1:{}", port()?),
@@ -70,10 +76,16 @@ impl Replica {
         })
     }
 
-    /// Starts a new incarnation.
+    /// The next start is in a new pod (a new POD_NAME).
+    pub fn replace_pod(&mut self) {
+        self.pod += 1;
+    }
+
+    /// Starts a new incarnation, in the replica's current pod.
     pub fn start(&mut self) -> Result<(), SoakError> {
         let number = self.incarnations.len() + 1;
         let identity = format!("soak-{}-{number}", self.name);
+        let pod_name = format!("soak-{}-pod{}", self.name, self.pod);
         let log = self.dir.join(format!("{identity}.log"));
         let file = std::fs::File::create(&log).map_err(|e| SoakError::io(format!("creating {}", log.display()), e))?;
         let compiled = self.dir.join(format!("compiled-{}", self.name));
@@ -88,7 +100,7 @@ impl Replica {
             .arg(&compiled)
             .args(&self.extra)
             .env("KUBECONFIG", &self.kubeconfig)
-            .env("POD_NAME", &identity)
+            .env("POD_NAME", &pod_name)
             .env_remove("WATCH_NAMESPACE")
             .env_remove("WASM_OPERATOR_MODULES")
             .stdin(Stdio::null())
@@ -99,6 +111,7 @@ impl Replica {
         self.child = Some(child);
         self.incarnations.push(Incarnation {
             identity,
+            pod_name,
             started: Instant::now(),
             ended: None,
             log,
@@ -171,7 +184,7 @@ impl Replica {
     }
 
     /// Scrapes once more, then SIGKILL (no goodbye: the Lease is not
-    /// released, the standby must wait it out).
+    /// released).
     pub async fn kill(&mut self) -> Result<(), SoakError> {
         let _ = self.sample().await;
         if let Some(mut child) = self.child.take() {

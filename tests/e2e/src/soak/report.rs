@@ -170,6 +170,22 @@ fn drift(incarnation: &Incarnation, soak_started: Instant, warmup: Duration) -> 
     }
 }
 
+/// The windows between Lease renewals seen further apart than a leader
+/// lets pass: from the last renewal before to the first after.
+fn no_leader(renewals: &[(Instant, std::time::SystemTime)]) -> Vec<FaultRecord> {
+    renewals
+        .windows(2)
+        .filter(|pair| pair[1].0 - pair[0].0 > crate::NO_LEADER_AFTER)
+        .map(|pair| FaultRecord {
+            kind: "no leader".into(),
+            started: pair[0].0,
+            ended: pair[1].0,
+            partition: false,
+            note: String::new(),
+        })
+        .collect()
+}
+
 /// The report, and whether every goal was met.
 pub fn render(config: &Config, outcome: &Outcome, replicas: &[Replica]) -> (String, bool) {
     let mut out = String::new();
@@ -177,19 +193,9 @@ pub fn render(config: &Config, outcome: &Outcome, replicas: &[Replica]) -> (Stri
     let converged = &outcome.world.converged;
     let partitions: Vec<&FaultRecord> = outcome.faults.iter().filter(|f| f.partition).collect();
     // Faults that disturb reconciling: partitions, resets, restarts, kills,
-    // and every time without a leader (the previous one stopped renewing,
-    // until another took the Lease).
-    let gaps: Vec<FaultRecord> = outcome
-        .leader_changes
-        .iter()
-        .map(|c| FaultRecord {
-            kind: "no leader".into(),
-            started: c.last_renewal,
-            ended: c.at,
-            partition: false,
-            note: String::new(),
-        })
-        .collect();
+    // and every time without a leader (no renewal of the Lease for longer
+    // than a leader lets pass, until the next one, by any replica).
+    let gaps: Vec<FaultRecord> = no_leader(&outcome.lease.renewals);
     let disruptions: Vec<&FaultRecord> = outcome
         .faults
         .iter()
@@ -285,7 +291,7 @@ pub fn render(config: &Config, outcome: &Outcome, replicas: &[Replica]) -> (Stri
     let _ = writeln!(out, "| change → converged, all | {} | |", row(all));
     let _ = writeln!(
         out,
-        "| change → converged, outside injected partitions | {} | p99 < 10 s {} |",
+        "| change → converged, outside injected partitions (Toxiproxy's, and API server restarts: nothing reaches it) | {} | p99 < 10 s {} |",
         row(outside_partitions),
         mark(goal_p99)
     );
@@ -302,7 +308,8 @@ pub fn render(config: &Config, outcome: &Outcome, replicas: &[Replica]) -> (Stri
     let leaderless: f64 = gaps.iter().map(|g| (g.ended - g.started).as_secs_f64()).sum();
     let _ = writeln!(
         out,
-        "| time without a leader (last renewal to the next holder) | {leaderless:.0} s in {} gaps | |",
+        "| time without a leader (Lease renewals more than {} s apart) | {leaderless:.0} s in {} gaps | |",
+        crate::NO_LEADER_AFTER.as_secs(),
         gaps.len()
     );
     let _ = writeln!(
@@ -360,12 +367,15 @@ pub fn render(config: &Config, outcome: &Outcome, replicas: &[Replica]) -> (Stri
     let takeovers: Vec<String> = outcome
         .kills
         .iter()
-        .map(|k| k.takeover.map_or_else(|| "none".to_owned(), |t| format!("{:.1} s", t.as_secs_f64())))
+        .map(|k| {
+            let led = k.takeover.map_or_else(|| "none".to_owned(), |t| format!("{:.1} s", t.as_secs_f64()));
+            format!("{led} ({})", if k.pod_replaced { "pod replaced" } else { "container restarted" })
+        })
         .collect();
     let _ = writeln!(
         out,
-        "| failovers: leader changes; leaders killed, takeover after each | {}; {} killed: {} | |",
-        outcome.leader_changes.len(),
+        "| failovers: leader changes; leaders killed, led again after each | {}; {} killed: {} | |",
+        outcome.lease.changes.len(),
         outcome.kills.len(),
         or_none(&takeovers.join(", "))
     );
@@ -538,5 +548,18 @@ mod tests {
         );
         assert_eq!(cause("list: error trying to connect: tcp connect error"), "API server unreachable (connection)");
         assert_eq!(cause("something new"), "other");
+    }
+
+    #[test]
+    fn renewals_further_apart_than_a_leader_lets_pass_are_time_without_one() {
+        let start = Instant::now();
+        let wall = std::time::SystemTime::now();
+        let at = |s: f64| (start + Duration::from_secs_f64(s), wall + Duration::from_secs_f64(s));
+        // Every 2 s, 3.5 s under latency, then 16 s without, then every 2 s.
+        let renewals = [at(0.0), at(2.0), at(5.5), at(21.5), at(23.5)];
+        let gaps = no_leader(&renewals);
+        assert_eq!(gaps.len(), 1);
+        assert_eq!((gaps[0].started, gaps[0].ended), (renewals[2].0, renewals[3].0));
+        assert!(no_leader(&renewals[..1]).is_empty());
     }
 }
