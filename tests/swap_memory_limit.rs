@@ -241,6 +241,18 @@ impl Operator {
         extra: &[&str],
         limit: u64,
     ) -> Option<Self> {
+        Self::start_on(ns, name, registry, extra, limit, &v1_precompiled())
+    }
+
+    /// Serving the precompiled `module` file.
+    fn start_on(
+        ns: &TestNamespace<'_>,
+        name: &'static str,
+        registry: &str,
+        extra: &[&str],
+        limit: u64,
+        module: &Path,
+    ) -> Option<Self> {
         let cgroup = MemoryCgroup::create(name, limit)?;
         let cache = cache_dir(name);
         let _ = std::fs::remove_dir_all(&cache);
@@ -254,7 +266,7 @@ impl Operator {
         );
         args.extend(["--logic-modules".into(), "--insecure-registry".into(), registry.to_owned()]);
         args.extend(["--registry-poll-interval".into(), "1s".into()]);
-        args.push(format!("--module={}", v1_precompiled().display()));
+        args.push(format!("--module={}", module.display()));
         args.push("--allow-precompiled".into());
         args.push(format!("--compile-cache-dir={}", cache.display()));
         args.extend(extra.iter().map(|a| (*a).to_owned()));
@@ -443,7 +455,8 @@ async fn a_swap_to_a_version_nothing_compiled_goes_live_within_the_shipped_limit
         .filter(|e| e.path().extension().is_some_and(|x| x == "cwasm"))
         .filter_map(|e| e.metadata().ok().map(|m| m.len()))
         .collect();
-    assert_eq!(compiled.len(), 1, "one version compiled, nothing else left behind");
+    // v1 as shipped (precompiled), copied there to be mapped, and v2.
+    assert_eq!(compiled.len(), 2, "v1's copy and v2 compiled, nothing else left behind");
     let kept = u64::try_from(wasm_operator::modules::compiler::KEEP_COMPILED).expect("a count");
     let worst = (kept + 1) * compiled[0] + u64::try_from(v2.len()).expect("a size");
     eprintln!(
@@ -453,6 +466,46 @@ async fn a_swap_to_a_version_nothing_compiled_goes_live_within_the_shipped_limit
         shipped_tmp_size_limit() >> 10
     );
     assert!(worst <= shipped_tmp_size_limit() * 3 / 4, "the emptyDir holds the kept versions with a quarter to spare");
+}
+
+/// The image's precompiled module is mapped from a copy in the operator's
+/// own compile cache: only the code that runs is resident (and it is page
+/// cache, not the process's memory), and the file it came from may be
+/// rewritten in place without taking the pages from under the running code.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_precompiled_module_is_mapped_from_a_private_copy_so_its_file_may_change_in_place() {
+    let _turn = MEMCACHED_LOGIC_MODULE.lock().await;
+    let scene = Scene::new("precompiled-map").await;
+    let ns = &scene.ns;
+    let module = repo().join(format!("target/test-swap-memory-limit/memcached-v1-copy-{}.cwasm", std::process::id()));
+    std::fs::copy(v1_precompiled(), &module).expect("a copy of the precompiled module");
+    ns.create_memcached("cache", json!({"replicas": 1})).await;
+    let limit = shipped_memory_limit();
+    let args = ["--leader-elect=false"];
+    let Some(operator) = Operator::start_on(ns, "mapper", &scene.registry.address, &args, limit, &module) else {
+        return;
+    };
+    scene.wait_replicas("cache", 1).await;
+
+    let maps = std::fs::read_to_string(format!("/proc/{}/maps", operator.child.id())).expect("its memory maps");
+    let cache = cache_dir("mapper").display().to_string();
+    let mapped: Vec<&str> = maps.lines().filter(|l| l.contains(&cache) && l.ends_with(".cwasm")).collect();
+    assert!(!mapped.is_empty(), "the module's code is mapped from the compile cache ({cache}):\n{maps}");
+    assert!(!maps.contains(&module.display().to_string()), "not from the file it came from");
+    assert!(
+        mapped.iter().any(|l| l.split_whitespace().nth(1).is_some_and(|perms| perms.contains('x'))),
+        "its code runs from there:\n{}",
+        mapped.join("\n")
+    );
+
+    // The file rewritten in place (the same inode): the operator refuses
+    // what it now holds as a new version, and keeps serving the one mapped.
+    std::fs::write(&module, b"not a module any more").expect("rewriting the file in place");
+    operator.wait_log("module version refused; the active version keeps serving", |_| true).await;
+    ns.set_spec("cache", json!({"replicas": 2})).await;
+    scene.wait_replicas("cache", 2).await;
+    operator.assert_alive();
+    let _ = std::fs::remove_file(&module);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

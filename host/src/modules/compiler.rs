@@ -113,6 +113,37 @@ impl OutOfProcess {
         Ok(component)
     }
 
+    /// Native code this binary's `precompile` wrote (digest `digest`),
+    /// mapped from a private copy in the cache: only the pages that run
+    /// are resident, and they are the page cache's, not the process's own
+    /// memory (deserialized from `bytes`, all of it would be). The copy,
+    /// not the file it came from: that one may be rewritten in place,
+    /// which would take the mapped pages from under the running code.
+    pub(crate) fn map_precompiled(
+        &self,
+        engine: &Engine,
+        digest: &str,
+        bytes: &[u8],
+    ) -> Result<Component, CompileError> {
+        let path = self.cached_path(engine, digest);
+        let _turn = self.one_at_a_time.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if path.is_file()
+            && let Ok(component) = load(engine, &path)
+        {
+            mark_used(&path);
+            return Ok(component);
+        }
+        std::fs::create_dir_all(&self.options.cache_dir)
+            .map_err(|error| CompileError::Cache { path: self.options.cache_dir.clone(), error })?;
+        let partial = path.with_extension(format!("partial-{}", std::process::id()));
+        std::fs::write(&partial, bytes).map_err(|error| CompileError::Cache { path: partial.clone(), error })?;
+        // A new file under the name: a copy mapped earlier keeps its pages.
+        std::fs::rename(&partial, &path).map_err(|error| CompileError::Cache { path: path.clone(), error })?;
+        let component = load(engine, &path)?;
+        self.evict_beyond_kept();
+        Ok(component)
+    }
+
     /// `<digest>-<engine>.cwasm`: a binary with other engine settings or
     /// another wasmtime never reads this one's files.
     fn cached_path(&self, engine: &Engine, digest: &str) -> PathBuf {

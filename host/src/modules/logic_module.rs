@@ -249,6 +249,15 @@ fn header(bytes: &[u8]) -> Header {
     }
 }
 
+/// Native code from `precompile`, copied into memory.
+fn deserialize(engine: &ModuleEngine, source: &ModuleSource, bytes: &[u8]) -> Result<Component, LoadError> {
+    // SAFETY: wasmtime checks the artifact's version, settings and CPU
+    // features; the operator's administrator vouches for its origin
+    // (--allow-precompiled), as for the binary itself.
+    unsafe { Component::deserialize(engine.engine(), bytes) }
+        .map_err(|error| LoadError::Incompatible { source_name: source.clone(), error })
+}
+
 impl LogicModule {
     /// A component file, or with `allow_precompiled` also what
     /// [`Self::precompile`] wrote: native code, loaded without compiling, so
@@ -270,11 +279,21 @@ impl LogicModule {
             if !allow_precompiled {
                 return Err(LoadError::PrecompiledNotAllowed { source_name: source });
             }
-            // SAFETY: wasmtime checks the artifact's version, settings and
-            // CPU features; the operator's administrator vouches for its
-            // origin (--allow-precompiled), as for the binary itself.
-            unsafe { Component::deserialize(engine.engine(), bytes) }
-                .map_err(|error| LoadError::Incompatible { source_name: source.clone(), error })?
+            let mapped = engine.compiler().map(|compiler| compiler.map_precompiled(engine.engine(), &digest, bytes));
+            match mapped {
+                // A long-running operator maps it from its compile cache.
+                Some(Ok(component)) => component,
+                Some(Err(CompileError::Load { error, .. })) => {
+                    return Err(LoadError::Incompatible { source_name: source, error });
+                }
+                // The cache cannot take it (full, not writable): the code is
+                // fine, so it is held in memory instead.
+                Some(Err(error)) => {
+                    tracing::warn!(module = %source, error = %error, "cannot map a precompiled module from the compile cache; holding it in memory");
+                    deserialize(engine, &source, bytes)?
+                }
+                None => deserialize(engine, &source, bytes)?,
+            }
         } else {
             match header(bytes) {
                 Header::Component => {}

@@ -4,7 +4,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
 use kube::Client;
@@ -115,10 +115,7 @@ async fn identities(
     for slot in modules {
         let module = slot.current();
         let identity = options.module_identity.client_for(client, module.name(), options.namespace.as_deref())?;
-        identity
-            .check(module.manifest())
-            .await
-            .map_err(|source| OperatorError::Access { module: module.name().to_owned(), source })?;
+        check_when_reachable(&identity, &module).await?;
         if let Some(user) = &identity.user {
             tracing::info!(module = module.name(), user, "the module's writes are made as its ServiceAccount");
         }
@@ -126,6 +123,35 @@ async fn identities(
     }
     Ok(identities)
 }
+
+/// The check of what the module's identity may do, asked again while the
+/// API server cannot answer (restarting, unreachable, overloaded), for as
+/// long as it takes a control plane to restart: an operator started
+/// meanwhile waits for it, as its watches and the Lease do, instead of
+/// exiting at once (make soak saw it crash-loop through every restart).
+async fn check_when_reachable(identity: &ModuleClient, module: &LogicModule) -> Result<(), OperatorError> {
+    let deadline = Instant::now() + UNREACHABLE_AT_START;
+    let mut delay = Duration::from_millis(250);
+    loop {
+        match identity.check(module.manifest()).await {
+            Ok(()) => return Ok(()),
+            Err(error) if error.is_transient() && Instant::now() + delay < deadline => {
+                tracing::warn!(
+                    module = module.name(),
+                    error = %error,
+                    retry_in_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                    "cannot ask the API server what the module may do yet; asking again"
+                );
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(5));
+            }
+            Err(source) => return Err(OperatorError::Access { module: module.name().to_owned(), source }),
+        }
+    }
+}
+
+/// How long a starting operator waits for an API server that cannot answer.
+const UNREACHABLE_AT_START: Duration = Duration::from_secs(120);
 
 /// Two modules reconciling one parent kind would fight over its children.
 fn one_module_per_parent(prepared: &[Prepared]) -> Result<(), OperatorError> {

@@ -50,6 +50,20 @@ pub enum AccessError {
     Review { user: String, source: Box<kube::Error> },
 }
 
+impl AccessError {
+    /// The API server could not answer (not reached, timed out, overloaded
+    /// or failing): asking again later may get an answer.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            AccessError::Review { source, .. } => match source.as_ref() {
+                kube::Error::Api(status) => status.code == 429 || status.code >= 500,
+                _ => true,
+            },
+            AccessError::Denied { .. } | AccessError::CannotImpersonate { .. } => false,
+        }
+    }
+}
+
 /// `list, watch memcacheds.memcached.c5c3.io (Memcached); create secrets
 /// (Secret)`: the verbs of each resource together, in the order needed.
 fn list(missing: &[Permission]) -> String {
@@ -188,6 +202,20 @@ pub(crate) fn test_manifest(owned: &[&str], reads: &[&str]) -> Manifest {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_api_server_that_cannot_answer_refuses_nothing_yet() {
+        let review = |source: kube::Error| AccessError::Review { user: "u".into(), source: Box::new(source) };
+        let status = |code: u16| kube::Error::Api(kube::core::Status::failure("m", "r").with_code(code).boxed());
+        assert!(review(status(503)).is_transient());
+        assert!(review(status(500)).is_transient());
+        assert!(review(status(429)).is_transient());
+        assert!(review(kube::Error::LinesCodecMaxLineLengthExceeded).is_transient(), "not an answer");
+        assert!(!review(status(400)).is_transient(), "an answer: asking again changes nothing");
+        assert!(!AccessError::CannotImpersonate { user: "u".into(), message: "m".into() }.is_transient());
+        let denied = AccessError::Denied { user: "u".into(), missing: Vec::new(), namespace: None };
+        assert!(!denied.is_transient());
+    }
 
     #[test]
     fn a_manifest_needs_its_parent_its_children_and_what_it_reads() {

@@ -336,7 +336,9 @@ pub async fn offer_loaded(
         return refused(ctx, refusal);
     }
     if let Err(error) = ctx.identity.check(candidate.manifest()).await {
-        return refused(ctx, Refusal::new("Forbidden", error.to_string()));
+        // Not known to be forbidden when the API server could not answer.
+        let reason = if error.is_transient() { "AccessCheckFailed" } else { "Forbidden" };
+        return refused(ctx, Refusal::new(reason, error.to_string()));
     }
     let candidate = match ctx.serving_for(candidate) {
         Ok(serving) => Arc::new(serving),
@@ -518,7 +520,7 @@ pub(crate) fn refused(ctx: &Context, refusal: Refusal) -> Offered {
     tracing::warn!(
         module = ctx.module_name,
         reason = refusal.reason,
-        message = refusal.message,
+        problem = refusal.message,
         "module version refused; the active version keeps serving"
     );
     ctx.metrics.swap("refused", None);

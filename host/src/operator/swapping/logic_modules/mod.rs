@@ -414,7 +414,7 @@ fn log_prechecked(name: &str, pinned: &str, module: &LogicModule, prechecked: &P
             reference = pinned,
             serving = prechecked.against,
             reason = refusal.reason,
-            message = refusal.message,
+            problem = refusal.message,
             "compiled ahead, but the leader will refuse it"
         ),
     }
