@@ -324,9 +324,6 @@ pub struct LeaderChange {
     pub at: Instant,
     pub from: Option<String>,
     pub to: Option<String>,
-    /// When the previous holder was last seen renewing: from then until
-    /// `at` no replica led.
-    pub last_renewal: Instant,
 }
 
 /// A leader killed by the soak, and when a replica led again.
@@ -741,7 +738,6 @@ async fn follow_lease(client: Client, log: Arc<std::sync::Mutex<LeaseLog>>, shar
     let api: Api<Lease> = Api::namespaced(client, "default");
     let mut holder: Option<String> = None;
     let mut renewed: Option<std::time::SystemTime> = None;
-    let mut last_renewal = Instant::now();
     let mut first = true;
     loop {
         if let Ok(Some(lease)) = api.get_opt(LEASE_NAME).await {
@@ -752,7 +748,7 @@ async fn follow_lease(client: Client, log: Arc<std::sync::Mutex<LeaseLog>>, shar
                 if now != holder {
                     if !first {
                         let change =
-                            LeaderChange { at: Instant::now(), from: holder.clone(), to: now.clone(), last_renewal };
+                            LeaderChange { at: Instant::now(), from: holder.clone(), to: now.clone() };
                         log.changes.push(change);
                     }
                     first = false;
@@ -760,9 +756,8 @@ async fn follow_lease(client: Client, log: Arc<std::sync::Mutex<LeaseLog>>, shar
                 }
                 if renew_time != renewed {
                     renewed = renew_time;
-                    last_renewal = Instant::now();
                     if let Some(written) = renew_time {
-                        log.renewals.push((last_renewal, written));
+                        log.renewals.push((Instant::now(), written));
                     }
                 }
             }

@@ -372,10 +372,14 @@ pub fn render(config: &Config, outcome: &Outcome, replicas: &[Replica]) -> (Stri
             format!("{led} ({})", if k.pod_replaced { "pod replaced" } else { "container restarted" })
         })
         .collect();
+    let holder = |h: &Option<String>| h.clone().unwrap_or_else(|| "none".to_owned());
+    let changes: Vec<String> =
+        outcome.lease.changes.iter().map(|c| format!("{} → {}", holder(&c.from), holder(&c.to))).collect();
     let _ = writeln!(
         out,
-        "| failovers: leader changes; leaders killed, led again after each | {}; {} killed: {} | |",
+        "| failovers: leader changes; leaders killed, led again after each | {}{}; {} killed: {} | |",
         outcome.lease.changes.len(),
+        if changes.is_empty() { String::new() } else { format!(" ({})", truncate(&changes.join(", "), 300)) },
         outcome.kills.len(),
         or_none(&takeovers.join(", "))
     );
