@@ -747,8 +747,7 @@ async fn follow_lease(client: Client, log: Arc<std::sync::Mutex<LeaseLog>>, shar
             if let Ok(mut log) = log.lock() {
                 if now != holder {
                     if !first {
-                        let change =
-                            LeaderChange { at: Instant::now(), from: holder.clone(), to: now.clone() };
+                        let change = LeaderChange { at: Instant::now(), from: holder.clone(), to: now.clone() };
                         log.changes.push(change);
                     }
                     first = false;
