@@ -321,7 +321,6 @@ pub struct FaultRecord {
 /// A change of Lease holder seen by the poller.
 #[derive(Debug, Clone)]
 pub struct LeaderChange {
-    pub at: Instant,
     pub from: Option<String>,
     pub to: Option<String>,
 }
@@ -747,7 +746,7 @@ async fn follow_lease(client: Client, log: Arc<std::sync::Mutex<LeaseLog>>, shar
             if let Ok(mut log) = log.lock() {
                 if now != holder {
                     if !first {
-                        let change = LeaderChange { at: Instant::now(), from: holder.clone(), to: now.clone() };
+                        let change = LeaderChange { from: holder.clone(), to: now.clone() };
                         log.changes.push(change);
                     }
                     first = false;
