@@ -60,7 +60,9 @@ impl ReconcileError {
 
 #[derive(Debug, thiserror::Error)]
 pub enum OperatorError {
-    #[error("module {module}: {source}")]
+    /// The cause is the source, not repeated in this text (a `{:#}` chain
+    /// prints both).
+    #[error("module {module} cannot be run")]
     Kinds { module: String, source: KindError },
     #[error("modules {first} and {second} both reconcile {kind}; one controller per parent kind")]
     SameParent { kind: String, first: String, second: String },
@@ -74,4 +76,19 @@ pub enum OperatorError {
     Serve(#[from] http::ServeError),
     #[error(transparent)]
     Leadership(#[from] LeaderError),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_module_whose_kinds_cannot_be_served_names_its_cause_once() {
+        let error = OperatorError::Kinds { module: "greeting".into(), source: KindError::NothingOwned };
+        let chain = format!("{:#}", anyhow::Error::new(error).context("the operator stopped"));
+        assert_eq!(
+            chain,
+            "the operator stopped: module greeting cannot be run: the module manifest names no owned kinds"
+        );
+    }
 }
