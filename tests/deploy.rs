@@ -379,38 +379,34 @@ async fn rbac_grants_exactly_what_the_operator_uses() {
     plane.apply_yaml(&module_role.to_string()).await.expect("applying the module's ClusterRole");
     plane.apply_yaml(&role.to_string()).await.expect("applying the Role");
     plane.apply_yaml(&impersonation_role.to_string()).await.expect("applying the impersonation Role");
-    let subject = json!([{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": OPERATOR_USER }]);
+    let operator = json!([{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": OPERATOR_USER }]);
+    let module = json!([{ "kind": "ServiceAccount", "name": MODULE_ACCOUNT, "namespace": accounts_namespace }]);
+    // A ClusterRoleBinding (no namespace) or a RoleBinding of `role` to `subjects`.
+    let binding = |name: &str, namespace: Option<&str>, role_kind: &str, role: &str, subjects: &Value| {
+        let mut metadata = json!({ "name": name });
+        if let Some(namespace) = namespace {
+            metadata["namespace"] = json!(namespace);
+        }
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": if namespace.is_some() { "RoleBinding" } else { "ClusterRoleBinding" },
+            "metadata": metadata,
+            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role },
+            "subjects": subjects,
+        })
+    };
     let bindings = [
-        json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-            "metadata": { "name": "test-deploy-memcached-operator-user" },
-            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": cluster_role_name },
-            "subjects": subject,
-        }),
-        json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-            "metadata": { "name": "test-deploy-memcached-operator-user-metrics-auth" },
-            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": METRICS_AUTH_ROLE },
-            "subjects": subject,
-        }),
-        json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-            "metadata": { "name": "test-deploy-memcached-operator-user", "namespace": lease_namespace },
-            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role_name },
-            "subjects": subject,
-        }),
-        json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-            "metadata": { "name": "test-deploy-memcached-operator-user", "namespace": accounts_namespace },
-            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": IMPERSONATION_ROLE },
-            "subjects": subject,
-        }),
-        json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-            "metadata": { "name": "test-deploy-memcached-module" },
-            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": MODULE_ROLE },
-            "subjects": [{ "kind": "ServiceAccount", "name": MODULE_ACCOUNT, "namespace": accounts_namespace }],
-        }),
+        binding("test-deploy-memcached-operator-user", None, "ClusterRole", &cluster_role_name, &operator),
+        binding("test-deploy-memcached-operator-user-metrics-auth", None, "ClusterRole", METRICS_AUTH_ROLE, &operator),
+        binding("test-deploy-memcached-operator-user", Some(&lease_namespace), "Role", &role_name, &operator),
+        binding(
+            "test-deploy-memcached-operator-user",
+            Some(&accounts_namespace),
+            "Role",
+            IMPERSONATION_ROLE,
+            &operator,
+        ),
+        binding("test-deploy-memcached-module", None, "ClusterRole", MODULE_ROLE, &module),
     ];
     for binding in &bindings {
         plane.apply_yaml(&binding.to_string()).await.expect("binding the operator user");

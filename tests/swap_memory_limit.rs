@@ -230,21 +230,10 @@ impl Drop for Operator {
 
 impl Operator {
     fn start(ns: &TestNamespace<'_>, name: &'static str, registry: &str, extra: &[&str]) -> Option<Self> {
-        Self::start_within(ns, name, registry, extra, shipped_memory_limit())
+        Self::start_on(ns, name, registry, extra, shipped_memory_limit(), &v1_precompiled())
     }
 
-    /// In a cgroup of `limit` bytes instead of the shipped limit.
-    fn start_within(
-        ns: &TestNamespace<'_>,
-        name: &'static str,
-        registry: &str,
-        extra: &[&str],
-        limit: u64,
-    ) -> Option<Self> {
-        Self::start_on(ns, name, registry, extra, limit, &v1_precompiled())
-    }
-
-    /// Serving the precompiled `module` file.
+    /// Serving the precompiled `module` file, in a cgroup of `limit` bytes.
     fn start_on(
         ns: &TestNamespace<'_>,
         name: &'static str,
@@ -545,7 +534,9 @@ async fn a_compile_the_pod_cannot_hold_is_killed_and_the_operator_is_not() {
     // needs (~190 MiB): the kernel kills a process of the pod, and the one
     // it picks must be the compile, never the operator.
     let args = ["--leader-elect=false", "--compile-memory-limit=0"];
-    let Some(operator) = Operator::start_within(ns, "small-pod", &scene.registry.address, &args, 128 << 20) else {
+    let Some(operator) =
+        Operator::start_on(ns, "small-pod", &scene.registry.address, &args, 128 << 20, &v1_precompiled())
+    else {
         return;
     };
     scene.wait_replicas("cache", 1).await;

@@ -87,17 +87,8 @@ impl OutOfProcess {
     pub(crate) fn compile(&self, engine: &Engine, digest: &str, bytes: &[u8]) -> Result<Component, CompileError> {
         let path = self.cached_path(engine, digest);
         let _turn = self.one_at_a_time.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if path.is_file() {
-            match load(engine, &path) {
-                Ok(component) => {
-                    mark_used(&path);
-                    return Ok(component);
-                }
-                // Damaged or written by another build: compile it again.
-                Err(error) => {
-                    tracing::warn!(file = %path.display(), error = %error, "a cached compile does not load; compiling again")
-                }
-            }
+        if let Some(component) = load_cached(engine, &path) {
+            return Ok(component);
         }
         std::fs::create_dir_all(&self.options.cache_dir)
             .map_err(|error| CompileError::Cache { path: self.options.cache_dir.clone(), error })?;
@@ -127,10 +118,7 @@ impl OutOfProcess {
     ) -> Result<Component, CompileError> {
         let path = self.cached_path(engine, digest);
         let _turn = self.one_at_a_time.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if path.is_file()
-            && let Ok(component) = load(engine, &path)
-        {
-            mark_used(&path);
+        if let Some(component) = load_cached(engine, &path) {
             return Ok(component);
         }
         std::fs::create_dir_all(&self.options.cache_dir)
@@ -265,6 +253,24 @@ fn load(engine: &Engine, path: &Path) -> Result<Component, CompileError> {
     // version, engine settings and CPU features before mapping it.
     unsafe { Component::deserialize_file(engine, path) }
         .map_err(|error| CompileError::Load { path: path.to_owned(), error })
+}
+
+/// The cached file at `path`, if there is one and it loads; one that is
+/// damaged or written by another build is replaced by the caller.
+fn load_cached(engine: &Engine, path: &Path) -> Option<Component> {
+    if !path.is_file() {
+        return None;
+    }
+    match load(engine, path) {
+        Ok(component) => {
+            mark_used(path);
+            Some(component)
+        }
+        Err(error) => {
+            tracing::warn!(file = %path.display(), error = %error, "a cached compiled version does not load; writing it again");
+            None
+        }
+    }
 }
 
 fn mark_used(path: &Path) {
