@@ -171,6 +171,9 @@ fn one_module_per_parent(prepared: &[Prepared]) -> Result<(), OperatorError> {
     Ok(())
 }
 
+/// How long a stopping operator waits for its queued events to be written.
+const EVENTS_AT_SHUTDOWN: Duration = Duration::from_secs(5);
+
 /// Runs one controller per module until `shutdown` resolves (then finishes
 /// the reconciles in flight and releases the lease), or until leadership is
 /// lost. Modules share the client, the caches of the kinds they have in
@@ -316,6 +319,7 @@ pub async fn run(
             hot_swap::resume_probation(&ctx, previous, until);
         }
         leading.send_replace(Some(ctx.clone()));
+        let events = ctx.events.clone();
         // A watched module file: new versions are offered for a swap.
         let watcher = prepared.slot.file().map(|file| {
             let task = hot_swap::watch_file(ctx.clone(), file.clone(), prepared.slot.allow_precompiled());
@@ -336,6 +340,7 @@ pub async fn run(
             // The module's sources stop with its controller.
             drop(watcher);
             drop(leading);
+            events.flush(EVENTS_AT_SHUTDOWN).await;
         }
     });
     let controllers = futures::future::join_all(controllers);
