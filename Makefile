@@ -53,7 +53,7 @@ TEST_MODULES := $(TEST_MODULE) $(TEST_MODULE_VARIANTS) $(PY_MODULE) $(TS_MODULE)
 .PHONY: fuzz test-fuzz
 .PHONY: test-controllers bench-controllers metacontroller
 .PHONY: helm
-.PHONY: go-operator oci-registry cosign toxiproxy soak
+.PHONY: go-operator oci-registry cosign toxiproxy soak soak-rotations
 
 all: build
 
@@ -342,6 +342,14 @@ SOAK_FAILING := target/memcached-soak-fail-on-later.wasm
 soak: $(OPERATOR) $(HOST) $(SOAK_FAILING) toxiproxy
 	$(CARGO) build --release -p memcached-e2e --bin soak
 	target/release/soak --minutes $(SOAK_MINUTES) --crs $(SOAK_CRS) --seed $(SOAK_SEED) $(SOAK_FLAGS)
+
+## soak-rotations: the soak's largest burst alone: Secret rotations, each rolling every Memcached of a namespace
+## that references the Secret, timed at each --concurrency (ROTATION_FLAGS, e.g. "--concurrency 8,16,32"),
+## direct and behind the soak's worst latency; prints the table that chose the default (README "Soak").
+ROTATION_FLAGS ?=
+soak-rotations: $(OPERATOR) $(HOST) $(SOAK_FAILING) toxiproxy
+	$(CARGO) build --release -p memcached-e2e --bin soak
+	target/release/soak rotations $(ROTATION_FLAGS)
 
 # The Memcached module trapping on parents annotated soak.c5c3.io/fail-on-later: the version make soak
 # swaps in once and the operator must roll back. Built only for make soak.

@@ -165,8 +165,10 @@ pub struct RunArgs {
     /// Parents reconciled at once, per module. A reconcile mostly waits on
     /// the API server (the module's calls take microseconds), so a change
     /// that wakes many parents at once (a Secret they share) is done in
-    /// round trips of this many.
-    #[arg(long, default_value_t = 16)]
+    /// round trips of this many. 64: a Secret rotation rolling ~190
+    /// parents behind 400 ms of latency each way takes a p99 of 3.6 s at
+    /// 64, 8.3 s at 32, 18.8 s at 16 (`make soak-rotations`).
+    #[arg(long, default_value_t = 64)]
     pub concurrency: u16,
     /// How often every parent is reconciled even when nothing changed (e.g. 10m, 30s).
     #[arg(long, default_value = "10m", value_parser = parse_duration)]

@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! soak [--minutes 60] [--crs 1000] [--seed 22] [--namespaces 4] [--changes-per-second 1]
-//!      [--concurrency 4] [--out target/soak/results.md]
+//!      [--concurrency N] [--out target/soak/results.md]
 //! ```
 //!
 //! - Churn (its own task, `--changes-per-second`): CR edits (a new
@@ -40,6 +40,8 @@ mod audit;
 mod machine;
 mod replicas;
 mod report;
+mod rotations;
+mod setup;
 mod toxiproxy;
 mod verify;
 mod world;
@@ -51,17 +53,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use control_plane::{ControlPlane, Options, User};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Client;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
-use memcached_e2e::cluster::{
-    Sample, SampleError, create_namespace_with_secrets, memcached_resource, owned_resources, read_samples,
-};
+use memcached_e2e::cluster::{Sample, SampleError, memcached_resource, owned_resources};
 use replicas::{LEASE_NAME, Replica};
 use serde_json::{Value, json};
+use setup::Cluster;
 use tokio::sync::Mutex as AsyncMutex;
 use toxiproxy::{NetworkFault, Toxiproxy};
 use world::{Goal, Key, Shared, World, lock};
@@ -108,11 +108,13 @@ pub struct Config {
     pub seed: u64,
     pub namespaces: usize,
     pub changes_per_second: f64,
-    pub concurrency: u16,
+    /// The operators' `--concurrency`; None for the operator's default,
+    /// which is what a soak should try unless asked otherwise.
+    pub concurrency: Option<u16>,
     pub out: PathBuf,
 }
 
-const USAGE: &str = "usage: soak [--minutes 60] [--crs 1000] [--seed 22] [--namespaces 4] [--changes-per-second 1] [--concurrency 4] [--out FILE]";
+const USAGE: &str = "usage: soak [--minutes 60] [--crs 1000] [--seed 22] [--namespaces 4] [--changes-per-second 1] [--concurrency N] [--out FILE]";
 
 fn parse_args(root: &Path, mut args: impl Iterator<Item = String>) -> Result<Config, SoakError> {
     let mut config = Config {
@@ -121,7 +123,7 @@ fn parse_args(root: &Path, mut args: impl Iterator<Item = String>) -> Result<Con
         seed: 22,
         namespaces: 4,
         changes_per_second: 1.0,
-        concurrency: 4,
+        concurrency: None,
         out: root.join("target/soak/results.md"),
     };
     let usage = |message: String| SoakError::Usage(format!("{message}\n{USAGE}"));
@@ -151,7 +153,7 @@ fn parse_args(root: &Path, mut args: impl Iterator<Item = String>) -> Result<Con
             }
             "--concurrency" => {
                 let text = value()?;
-                config.concurrency = text.parse().ok().filter(|n| *n > 0).ok_or_else(|| bad(&text))?;
+                config.concurrency = Some(text.parse().ok().filter(|n| *n > 0).ok_or_else(|| bad(&text))?);
             }
             "--out" => config.out = PathBuf::from(value()?),
             "-h" | "--help" => return Err(SoakError::Usage(USAGE.into())),
@@ -163,31 +165,44 @@ fn parse_args(root: &Path, mut args: impl Iterator<Item = String>) -> Result<Con
 
 fn main() -> ExitCode {
     let root = control_plane::repo_root();
-    let config = match parse_args(&root, std::env::args().skip(1)) {
+    let mut args = std::env::args().skip(1).peekable();
+    if args.peek().is_some_and(|a| a == "rotations") {
+        args.next();
+        return match rotations::parse_args(&root, args) {
+            Ok(config) => block_on(rotations::run(&root, &config)).map_or(ExitCode::FAILURE, |()| ExitCode::SUCCESS),
+            Err(error) => {
+                eprintln!("{error}");
+                ExitCode::from(2)
+            }
+        };
+    }
+    let config = match parse_args(&root, args) {
         Ok(config) => config,
         Err(error) => {
             eprintln!("{error}");
             return ExitCode::from(2);
         }
     };
+    block_on(run(&root, &config)).map_or(ExitCode::FAILURE, |met| {
+        if met {
+            ExitCode::SUCCESS
+        } else {
+            eprintln!("soak: a goal was missed (see the table)");
+            ExitCode::FAILURE
+        }
+    })
+}
+
+/// Runs `work` on a two-thread runtime; an error is printed (and is None).
+fn block_on<T>(work: impl std::future::Future<Output = Result<T, SoakError>>) -> Option<T> {
     let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("error: tokio runtime: {error}");
-            return ExitCode::FAILURE;
+            return None;
         }
     };
-    match runtime.block_on(run(&root, &config)) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => {
-            eprintln!("soak: a goal was missed (see the table)");
-            ExitCode::FAILURE
-        }
-        Err(error) => {
-            eprintln!("error: {error}");
-            ExitCode::FAILURE
-        }
-    }
+    runtime.block_on(work).map_err(|error| eprintln!("error: {error}")).ok()
 }
 
 pub fn progress(message: &str) {
@@ -404,79 +419,31 @@ pub struct Outcome {
 }
 
 async fn run(root: &Path, config: &Config) -> Result<bool, SoakError> {
-    let operator = root.join("target/release/memcached-operator");
-    let host = root.join("target/release/wasm-operator");
-    for binary in [&operator, &host] {
-        if !binary.is_file() {
-            return Err(SoakError::Usage(format!("{} is missing; `make soak` builds it", binary.display())));
-        }
-    }
-    let dir = root.join("target/soak");
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir).map_err(|e| SoakError::io(format!("clearing {}", dir.display()), e))?;
-    }
-    std::fs::create_dir_all(&dir).map_err(|e| SoakError::io(format!("creating {}", dir.display()), e))?;
-    let toxiproxy_binary = toxiproxy::binary(root)?;
-    let samples = read_samples(&root.join("deploy/samples"), &operator)?;
-    let modules = Modules::prepare(root, &dir)?;
-    let machine = machine::describe();
+    let cluster = Cluster::start(root, config.crs, config.namespaces).await?;
     progress(&format!(
-        "{machine}; {} CRs, {} min, seed {}, {} changes/s",
-        config.crs, config.minutes, config.seed, config.changes_per_second
+        "{}; {} CRs, {} min, seed {}, {} changes/s",
+        cluster.machine, config.crs, config.minutes, config.seed, config.changes_per_second
     ));
-
-    // A control plane with Pods (kwok nodes), sized as the bench sizes it,
-    // with the soak's audit policy.
-    let plane = ControlPlane::start_with(Options {
-        extra_etcd_args: vec![format!("--quota-backend-bytes={}", 8u64 << 30)],
-        extra_apiserver_args: vec!["--max-requests-inflight=800".into(), "--max-mutating-requests-inflight=400".into()],
-        audit_policy: Some(audit::POLICY.into()),
-        ..Options::pods()
-    })?;
-    progress(&format!("control plane at {} ({})", plane.server_url(), plane.dir().display()));
-    plane.install_crds().await?;
-    plane
-        .apply_yaml(&format!(
-            "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {{name: soak-operator-cluster-admin}}\n\
-             roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}}\n\
-             subjects: [{{apiGroup: rbac.authorization.k8s.io, kind: User, name: {OPERATOR_USER}}}]\n"
-        ))
-        .await?;
-    plane.wait_until_allowed(User::Operator, "create", "apps", "deployments", Some("default")).await?;
-    // The module writes as its own ServiceAccount (the replicas' default
-    // --module-identity), with exactly the rules `memcached-operator rbac`
-    // prints for it, as deploy/ installs them.
-    let rbac = std::process::Command::new(&operator)
-        .args(["rbac", "--namespace", "default"])
-        .output()
-        .map_err(|e| SoakError::io("running memcached-operator rbac", e))?;
-    if !rbac.status.success() {
-        return Err(SoakError::Setup(format!("memcached-operator rbac: {}", String::from_utf8_lossy(&rbac.stderr))));
-    }
-    plane.apply_yaml(&String::from_utf8_lossy(&rbac.stdout)).await?;
-    plane.wait_until_service_account_allowed(("default", "memcached"), "create", "apps", "deployments", None).await?;
-    let admin = plane.client(User::Admin).await?;
-    let namespaces: Vec<String> = (0..config.namespaces.min(config.crs)).map(|i| format!("soak-{i}")).collect();
-    for namespace in &namespaces {
-        create_namespace_with_secrets(&admin, namespace).await?;
-    }
-
-    // Toxiproxy: one proxy per replica, to the API server.
-    let proxy = Toxiproxy::start(&toxiproxy_binary, &dir.join("toxiproxy.log"))?;
-    let upstream = plane.server_url().trim_start_matches("https://").to_owned();
+    let Cluster {
+        operator: _,
+        host,
+        dir,
+        machine,
+        samples,
+        modules,
+        plane,
+        admin,
+        namespaces,
+        proxy,
+        owned,
+        world,
+        watches,
+        ..
+    } = &cluster;
     let mut replicas = Vec::new();
     for name in ['a', 'b'] {
-        let listen = proxy.add_proxy(&format!("replica-{name}"), &upstream)?;
-        let kubeconfig = dir.join(format!("replica-{name}.kubeconfig"));
-        toxiproxy::proxied_kubeconfig(&plane.kubeconfig(User::Operator), &listen, &kubeconfig)?;
-        let extra = vec!["--concurrency".to_owned(), config.concurrency.to_string()];
-        replicas.push(Replica::new(name, &operator, &kubeconfig, &modules.watched, &dir, extra)?);
+        replicas.push(cluster.replica(name, setup::concurrency_flag(config.concurrency))?);
     }
-
-    // Watches before the first create.
-    let world: Shared = Arc::new(std::sync::Mutex::new(World::default()));
-    let owned = owned_resources();
-    let watches = world::watch(&admin, &world, &memcached_resource(), &owned);
 
     for replica in &mut replicas {
         replica.start()?;
@@ -494,12 +461,12 @@ async fn run(root: &Path, config: &Config) -> Result<bool, SoakError> {
 
     progress(&format!("creating {} Memcacheds in {} namespaces", config.crs, namespaces.len()));
     let created = Instant::now();
-    create_all(&admin, &world, &samples, config.crs, &namespaces).await?;
-    wait_converged(&world, Duration::from_secs(600 + config.crs as u64 / 2), "every CR to converge").await?;
+    create_all(admin, world, samples, config.crs, namespaces).await?;
+    wait_converged(world, Duration::from_secs(600 + config.crs as u64 / 2), "every CR to converge").await?;
     let created_in = created.elapsed();
     progress(&format!("{} CRs converged in {:.1} s", config.crs, created_in.as_secs_f64()));
     // The initial creates are not soak changes.
-    lock(&world).converged.clear();
+    lock(world).converged.clear();
 
     let duration = Duration::from_secs_f64(config.minutes * 60.0);
     // Memory drift is measured per process while it leads, after this much
@@ -514,8 +481,7 @@ async fn run(root: &Path, config: &Config) -> Result<bool, SoakError> {
     let mut kills = Vec::new();
     let mut swaps = Swaps::default();
     let mut active_good = 0usize;
-    let fault_context =
-        FaultContext { proxy: &proxy, shared: &shared, admin: &admin, world: &world, modules: &modules };
+    let fault_context = FaultContext { proxy, shared: &shared, admin, world, modules };
     while let Some((at, event)) = timeline.next() {
         let wait = (soak_started + at).saturating_duration_since(Instant::now());
         tokio::time::sleep(wait).await;
@@ -584,14 +550,14 @@ async fn run(root: &Path, config: &Config) -> Result<bool, SoakError> {
     // The watched file ends on a version that behaves as the module render uses.
     modules.install(&modules.good[active_good])?;
     let settle_started = Instant::now();
-    let settled = wait_settled(&world, Duration::from_secs(300)).await;
+    let settled = wait_settled(world, Duration::from_secs(300)).await;
     let settled_in = settled.then(|| settle_started.elapsed());
     // Lost updates: render the final state, again after a while if anything differs.
     let mut attempt = 0;
     let (crs_checked, lost) = loop {
         attempt += 1;
         let (checked, lost) =
-            verify::check(&admin, &host, &modules.watched, &memcached_resource(), &owned, &namespaces, &dir).await?;
+            verify::check(admin, host, &modules.watched, &memcached_resource(), owned, namespaces, dir).await?;
         if lost.is_empty() || attempt == 6 {
             break (checked, lost);
         }
@@ -611,11 +577,11 @@ async fn run(root: &Path, config: &Config) -> Result<bool, SoakError> {
     let audit_log = plane.audit_log_path().ok_or(SoakError::Plane(control_plane::Error::NoAuditLog))?;
     let writes = audit::analyse(&audit_log, OPERATOR_USER)?;
     let logs = report::Logs::read(&replicas)?;
-    let world = std::mem::take(&mut *lock(&world));
+    let world = std::mem::take(&mut *lock(world));
     let lease = lease_log.lock().map(|l| l.clone()).unwrap_or_default();
     let exits = shared.exits.lock().map(|e| e.clone()).unwrap_or_default();
     let outcome = Outcome {
-        machine,
+        machine: machine.clone(),
         commit: commit(root),
         soak_started,
         soak_ended,
@@ -1253,15 +1219,31 @@ async fn edit_child(client: &Client, world: &Shared, owned: &[ApiResource], rng:
 /// there that references it must roll its pod template's secret hash.
 async fn rotate_secret(client: &Client, world: &Shared, rng: &mut Rng, rotation: u64) -> Result<bool, SoakError> {
     let Some(((namespace, _), _, _)) = pick_cr(world, rng) else { return Ok(false) };
-    let (secret, key) =
-        if rng.below(2) == 0 { ("memcached-sasl", "password-file") } else { ("memcached-tls", "tls.crt") };
+    let secret = if rng.below(2) == 0 { SASL_SECRET } else { TLS_SECRET };
+    rotate(client, world, &namespace, secret, rotation).await?;
+    Ok(true)
+}
+
+/// The two Secrets the samples reference, and the key each rotation changes.
+pub const SASL_SECRET: (&str, &str) = ("memcached-sasl", "password-file");
+pub const TLS_SECRET: (&str, &str) = ("memcached-tls", "tls.crt");
+
+/// A new value in `secret` of `namespace`; returns how many CRs reference
+/// it, each expected to roll its pod template's secret hash.
+pub async fn rotate(
+    client: &Client,
+    world: &Shared,
+    namespace: &str,
+    (secret, key): (&str, &str),
+    rotation: u64,
+) -> Result<usize, SoakError> {
     // Who references it, and the hash each Deployment has now.
     let referencing: Vec<(Key, String, String)> = {
         let world = lock(world);
         world
             .crs
             .iter()
-            .filter(|((ns, _), cr)| *ns == namespace && cr.get("spec").is_some_and(|s| s.to_string().contains(secret)))
+            .filter(|((ns, _), cr)| ns == namespace && cr.get("spec").is_some_and(|s| s.to_string().contains(secret)))
             .filter_map(|(key, cr)| {
                 let uid = cr.pointer("/metadata/uid").and_then(Value::as_str)?.to_owned();
                 let hash = world.secret_hash_of(key, &uid)?;
@@ -1269,13 +1251,14 @@ async fn rotate_secret(client: &Client, world: &Shared, rng: &mut Rng, rotation:
             })
             .collect()
     };
-    let api: Api<Secret> = Api::namespaced(client.clone(), &namespace);
+    let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
     let patch = json!({ "stringData": { key: format!("rotation-{rotation}") } });
     let started = Instant::now();
     api.patch(secret, &PatchParams::default(), &Patch::Merge(&patch)).await?;
     let mut world = lock(world);
+    let count = referencing.len();
     for (cr, uid, old) in referencing {
         world.expect("Secret rotated (per referencing CR)", cr, uid, Goal::SecretHashChanged { old }, started);
     }
-    Ok(true)
+    Ok(count)
 }

@@ -102,7 +102,7 @@ pub fn cause(error: &str) -> &'static str {
 }
 
 /// Nearest-rank percentile of sorted durations.
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
+pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
     if sorted.is_empty() {
         return Duration::ZERO;
     }
@@ -229,9 +229,10 @@ pub fn render(config: &Config, outcome: &Outcome, replicas: &[Replica]) -> (Stri
     let _ = writeln!(out);
     let _ = writeln!(
         out,
-        "Machine: {}; commit {}; load average at the end {}. {} CRs created and converged in {:.1} s before the soak; warm-up {:.0} s.",
+        "Machine: {}; commit {}; `--concurrency` {}; load average at the end {}. {} CRs created and converged in {:.1} s before the soak; warm-up {:.0} s.",
         outcome.machine,
         outcome.commit,
+        config.concurrency.map_or_else(|| "the operator's default".to_owned(), |n| n.to_string()),
         crate::machine::load_average(),
         config.crs,
         outcome.created_in.as_secs_f64(),
