@@ -271,6 +271,11 @@ pub async fn run(
         () = caches_known => {}
         () = stopped() => return Ok(()),
     }
+    // Started: what only starting touched of the binary need not stay resident.
+    match crate::startup_pages::release() {
+        Ok(bytes) => tracing::debug!(kib = bytes / 1024, "released the binary's pages only the start touched"),
+        Err(error) => tracing::warn!(%error, "could not release the binary's start-up pages"),
+    }
     readiness.set_ready();
     tracing::info!(kinds = all_caches.len(), "caches synced");
 
