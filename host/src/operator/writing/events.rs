@@ -197,8 +197,8 @@ impl Events {
     }
 
     async fn queue(&self, pending: Pending, done: Option<oneshot::Sender<()>>) {
-        let writer = pending.key % self.writers.len() as u64;
-        let writer = usize::try_from(writer).map_or(&self.writers[0], |index| &self.writers[index]);
+        // The key's remainder is below WRITERS, so it fits any usize.
+        let writer = &self.writers[(pending.key % WRITERS as u64) as usize];
         if writer.send(Message::Publish(Box::new(pending), done)).await.is_err() {
             tracing::warn!("could not record an event: its writer has stopped");
         }

@@ -1224,6 +1224,11 @@ async fn rotate_secret(client: &Client, world: &Shared, rng: &mut Rng, rotation:
     Ok(true)
 }
 
+/// Whether CR `cr`'s spec names Secret `secret`.
+pub fn references_secret(cr: &Value, secret: &str) -> bool {
+    cr.get("spec").is_some_and(|spec| spec.to_string().contains(secret))
+}
+
 /// The two Secrets the samples reference, and the key each rotation changes.
 pub const SASL_SECRET: (&str, &str) = ("memcached-sasl", "password-file");
 pub const TLS_SECRET: (&str, &str) = ("memcached-tls", "tls.crt");
@@ -1243,7 +1248,7 @@ pub async fn rotate(
         world
             .crs
             .iter()
-            .filter(|((ns, _), cr)| ns == namespace && cr.get("spec").is_some_and(|s| s.to_string().contains(secret)))
+            .filter(|((ns, _), cr)| ns == namespace && references_secret(cr, secret))
             .filter_map(|(key, cr)| {
                 let uid = cr.pointer("/metadata/uid").and_then(Value::as_str)?.to_owned();
                 let hash = world.secret_hash_of(key, &uid)?;

@@ -17,7 +17,7 @@ use crate::report::percentile;
 use crate::setup::{Cluster, concurrency_flag};
 use crate::toxiproxy::NetworkFault;
 use crate::world::{Shared, lock};
-use crate::{SASL_SECRET, SoakError, TLS_SECRET, create_all, progress, rotate, wait_converged};
+use crate::{SASL_SECRET, SoakError, TLS_SECRET, create_all, progress, references_secret, rotate, wait_converged};
 
 pub struct Config {
     pub crs: usize,
@@ -137,8 +137,7 @@ pub async fn run(root: &Path, config: &Config) -> Result<(), SoakError> {
 fn most_referencing<'a>(world: &Shared, namespaces: &'a [String], secret: &str) -> &'a str {
     let world = lock(world);
     let referencing = |namespace: &str| {
-        let references = |cr: &serde_json::Value| cr.get("spec").is_some_and(|s| s.to_string().contains(secret));
-        world.crs.iter().filter(|((ns, _), cr)| ns == namespace && references(cr)).count()
+        world.crs.iter().filter(|((ns, _), cr)| ns == namespace && references_secret(cr, secret)).count()
     };
     namespaces.iter().max_by_key(|namespace| referencing(namespace)).map_or("", String::as_str)
 }
