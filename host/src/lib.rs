@@ -10,4 +10,4 @@ pub mod cli;
 pub mod modules;
 pub mod operator;
 pub mod planning;
-pub mod startup_pages;
+pub mod resident_pages;

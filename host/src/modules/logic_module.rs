@@ -392,6 +392,13 @@ impl LogicModule {
         &self.digest
     }
 
+    /// Where its compiled code lies in this process's memory: mapped from
+    /// its precompiled file when it was loaded from one.
+    pub fn code_range(&self) -> std::ops::Range<usize> {
+        let range = self.instance_pre.component().image_range();
+        range.start as usize..range.end as usize
+    }
+
     /// The contract interface it exports, with its version
     /// (`wasm-operator:controller/reconciler@1.0.0`).
     pub fn contract(&self) -> &str {

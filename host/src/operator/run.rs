@@ -222,6 +222,8 @@ pub async fn run(
     let mut leading = Vec::new();
     let mut _followers = Vec::new();
     for prepared in &prepared {
+        let release = hot_swap::release_idle_code(prepared.slot.clone(), prepared.swap.clone());
+        _followers.push(AbortOnDrop(tokio::spawn(release)));
         let (leading_tx, leading_rx) = watch::channel(None);
         leading.push(leading_tx);
         if let Some(logic_modules) = &options.logic_modules {
@@ -272,7 +274,7 @@ pub async fn run(
         () = stopped() => return Ok(()),
     }
     // Started: what only starting touched of the binary need not stay resident.
-    match crate::startup_pages::release() {
+    match crate::resident_pages::release_binary() {
         Ok(bytes) => tracing::debug!(kib = bytes / 1024, "released the binary's pages only the start touched"),
         Err(error) => tracing::warn!(%error, "could not release the binary's start-up pages"),
     }

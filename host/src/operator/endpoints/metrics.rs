@@ -89,6 +89,12 @@ pub struct RefusedLabels {
     pub reason: &'static str,
 }
 
+/// `in_use` or `free`: see `allocator::HeapUse`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct HeapLabels {
+    pub state: &'static str,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RequestLabels {
     pub verb: &'static str,
@@ -117,6 +123,8 @@ pub struct Metrics {
     pub recorded_reconciles: Family<NameLabels, Gauge>,
     pub recorded_reconcile_bytes: Family<NameLabels, Gauge>,
     pub module_refused_answers: Family<RefusedLabels, Counter>,
+    /// Read from the allocator at each scrape.
+    heap_bytes: Family<HeapLabels, Gauge>,
 }
 
 fn reconcile_histogram() -> Histogram {
@@ -248,6 +256,12 @@ impl Default for Metrics {
             "Module answers the host refused before writing anything (another namespace, a kind not owned, another parent's controller, too many objects, too large, too deep, not UTF-8, duplicates, a status not an object, not JSON), by module and reason",
             module_refused_answers.clone(),
         );
+        let heap_bytes = Family::<HeapLabels, Gauge>::default();
+        registry.register(
+            "heap_bytes",
+            "The allocator's heap at the scrape: in_use (allocated, not freed) and free (freed but still held, resident once touched); free growing beside a steady in_use is fragmentation, not a leak",
+            heap_bytes.clone(),
+        );
         Self {
             registry,
             reconciles,
@@ -269,6 +283,7 @@ impl Default for Metrics {
             recorded_reconciles,
             recorded_reconcile_bytes,
             module_refused_answers,
+            heap_bytes,
         }
     }
 }
@@ -292,6 +307,11 @@ impl Metrics {
 
     /// The OpenMetrics text exposition.
     pub fn encode(&self) -> String {
+        if let Some(heap) = crate::allocator::heap_use() {
+            let set = |state, bytes: u64| self.heap_bytes.get_or_create(&HeapLabels { state }).set(bytes as i64);
+            set("in_use", heap.in_use);
+            set("free", heap.free);
+        }
         let mut text = String::new();
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);

@@ -729,6 +729,33 @@ impl SwapState {
         reconciled.parents.insert(hasher.finish());
     }
 
+    /// Releases the resident code pages of the versions held compiled that
+    /// serve nothing now (not `serving`, no canary, no shadow): a swap back
+    /// or a rollback maps them again from the page cache. Answers the bytes
+    /// released.
+    pub fn release_idle_code(&self, serving: &LogicModule) -> u64 {
+        let mut in_use = vec![serving.digest().to_owned()];
+        in_use.extend(self.canary().map(|c| c.serving.module.digest().to_owned()));
+        in_use.extend(self.shadow().map(|s| s.serving.module.digest().to_owned()));
+        let mut held: Vec<Arc<LogicModule>> =
+            self.recent.lock().unwrap_or_else(PoisonError::into_inner).iter().cloned().collect();
+        let on_takeover = self.on_takeover.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        if let Some(takeover) = on_takeover {
+            held.push(takeover.module);
+            held.extend(takeover.probation.map(|p| p.module));
+        }
+        let mut released = 0;
+        for module in held.iter().filter(|m| !in_use.iter().any(|d| d == m.digest())) {
+            match crate::resident_pages::release_within(module.code_range()) {
+                Ok(bytes) => released += bytes,
+                Err(error) => {
+                    tracing::debug!(%error, digest = module.digest(), "could not release a version's code pages")
+                }
+            }
+        }
+        released
+    }
+
     /// No longer holds `digest` compiled (unless something else does).
     pub(crate) fn forget(&self, digest: &str) {
         let mut recent = self.recent.lock().unwrap_or_else(PoisonError::into_inner);
@@ -748,6 +775,27 @@ impl SwapState {
             if let Some(dropped) = recent.pop_back() {
                 self.metrics.ready(&dropped.manifest().version, dropped.digest(), false);
             }
+        }
+    }
+}
+
+/// How often the versions held compiled but serving nothing give their
+/// code pages back: a version just replaced finishes its reconciles in
+/// flight first, and one that is used again soon costs a few minor faults.
+const RELEASE_IDLE_CODE_EVERY: Duration = Duration::from_secs(60);
+
+/// Releases the idle versions' code pages of the module in `slot` every
+/// minute, on every replica (a standby holds the leader's versions too).
+pub async fn release_idle_code(slot: ModuleSlot, swap: Arc<SwapState>) {
+    let mut every = tokio::time::interval(RELEASE_IDLE_CODE_EVERY);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    every.tick().await;
+    loop {
+        every.tick().await;
+        let serving = slot.current();
+        let bytes = swap.release_idle_code(&serving);
+        if bytes > 0 {
+            tracing::debug!(module = serving.name(), kib = bytes / 1024, "released the code pages of idle versions");
         }
     }
 }

@@ -1,4 +1,4 @@
-//! One reflector cache per kind, shared by every module of the process that
+//! One cache per kind, shared by every module of the process that
 //! owns or reads that kind. Reconciles read current objects from here, never
 //! with a GET; each change is handed to every subscriber, which maps it to
 //! the parents to reconcile. Objects are indexed by their controller's UID,
@@ -13,19 +13,19 @@
 //! watch of a kind no version uses any more stops when the last holder
 //! lets go.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 
 use futures::StreamExt;
-use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::Client;
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Client, ResourceExt};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::operator::cached_object::CachedObject;
 use crate::operator::kinds::{Kind, KindKey};
 use crate::operator::metrics::Metrics;
+use crate::operator::watching::objects::{Objects, key_of};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Availability {
@@ -48,58 +48,9 @@ pub trait CacheEvents: Send + Sync + 'static {
 /// round, so a cache nobody uses any more can stop.
 type Subscribers = Arc<RwLock<Vec<Weak<dyn CacheEvents>>>>;
 
-/// namespace, name
-type ObjectKey = (String, String);
-
-/// Objects by the UID of their controller (the owner reference with
-/// `controller: true`).
-#[derive(Default)]
-pub struct OwnerIndex {
-    by_controller: HashMap<String, BTreeSet<ObjectKey>>,
-    controller_of: HashMap<ObjectKey, String>,
-}
-
-impl OwnerIndex {
-    pub fn apply(&mut self, key: ObjectKey, controller: Option<&str>) {
-        if self.controller_of.get(&key).map(String::as_str) == controller {
-            return;
-        }
-        self.delete(&key);
-        if let Some(controller) = controller {
-            self.by_controller.entry(controller.to_owned()).or_default().insert(key.clone());
-            self.controller_of.insert(key, controller.to_owned());
-        }
-    }
-
-    pub fn delete(&mut self, key: &ObjectKey) {
-        if let Some(controller) = self.controller_of.remove(key)
-            && let Some(keys) = self.by_controller.get_mut(&controller)
-        {
-            keys.remove(key);
-            if keys.is_empty() {
-                self.by_controller.remove(&controller);
-            }
-        }
-    }
-
-    pub fn controlled_by(&self, controller: &str) -> Vec<ObjectKey> {
-        self.by_controller.get(controller).map(|keys| keys.iter().cloned().collect()).unwrap_or_default()
-    }
-}
-
-/// The UID of an object's controller, if it has one.
-pub fn controller_uid(object: &CachedObject) -> Option<&str> {
-    object.owner_references().iter().find(|r| r.controller == Some(true)).map(|r| r.uid.as_str())
-}
-
-fn key_of(object: &CachedObject) -> ObjectKey {
-    (object.namespace().unwrap_or_default(), object.name_any())
-}
-
 pub struct Cache {
     pub kind: Kind,
-    store: Store<CachedObject>,
-    index: Arc<RwLock<OwnerIndex>>,
+    objects: Arc<RwLock<Objects>>,
     availability: watch::Receiver<Availability>,
     /// Why the watch failed last, until it lists again.
     last_error: Arc<Mutex<Option<String>>>,
@@ -123,15 +74,13 @@ impl Cache {
         if let Some(metrics) = &metrics {
             metrics.watching(&kind.resource.api_version, kind.name(), true);
         }
-        let writer = reflector::store::Writer::new(kind.resource.clone());
-        let store = writer.as_reader();
+        let objects: Arc<RwLock<Objects>> = Arc::default();
         let (availability_tx, availability) = watch::channel(Availability::Unknown);
         let subscribers: Subscribers = Arc::default();
-        let index: Arc<RwLock<OwnerIndex>> = Arc::default();
-        let api = kind.watch_api(client, namespace);
+        let api: kube::Api<CachedObject> = kind.watch_api(client, namespace);
         let task_kind = kind.clone();
         let task_subscribers = subscribers.clone();
-        let task_index = index.clone();
+        let task_objects = objects.clone();
         let last_error: Arc<Mutex<Option<String>>> = Arc::default();
         let task_last_error = last_error.clone();
         let task = tokio::spawn(async move {
@@ -147,35 +96,29 @@ impl Cache {
             let failed = |error: Option<String>| {
                 *task_last_error.lock().unwrap_or_else(PoisonError::into_inner) = error;
             };
-            // The index being rebuilt during a re-list.
-            let mut relisted: Option<OwnerIndex> = None;
+            let objects = || task_objects.write().unwrap_or_else(PoisonError::into_inner);
             // Compact objects, without managedFields: see CachedObject.
-            let objects = watcher(api, watcher::Config::default()).default_backoff();
-            let stream = reflector::reflector(writer, objects);
+            let stream = watcher(api, watcher::Config::default()).default_backoff();
             let mut stream = std::pin::pin!(stream);
             while let Some(event) = stream.next().await {
                 match event {
-                    Ok(watcher::Event::Apply(object)) => {
-                        let mut index = task_index.write().unwrap_or_else(PoisonError::into_inner);
-                        index.apply(key_of(&object), controller_uid(&object));
-                        drop(index);
+                    // A re-list after a watch gap also says Apply: any of
+                    // these may have changed.
+                    Ok(watcher::Event::Apply(object) | watcher::Event::InitApply(object)) => {
+                        let object = Arc::new(object);
+                        objects().apply(object.clone());
                         notify(&object);
                     }
                     Ok(watcher::Event::Delete(object)) => {
-                        task_index.write().unwrap_or_else(PoisonError::into_inner).delete(&key_of(&object));
+                        objects().delete(&key_of(&object));
                         notify(&object);
                     }
-                    Ok(watcher::Event::Init) => relisted = Some(OwnerIndex::default()),
-                    // A re-list after a watch gap: any of these may have changed.
-                    Ok(watcher::Event::InitApply(object)) => {
-                        if let Some(index) = relisted.as_mut() {
-                            index.apply(key_of(&object), controller_uid(&object));
-                        }
-                        notify(&object);
-                    }
+                    Ok(watcher::Event::Init) => objects().begin_list(),
                     Ok(watcher::Event::InitDone) => {
-                        if let Some(index) = relisted.take() {
-                            *task_index.write().unwrap_or_else(PoisonError::into_inner) = index;
+                        // Deleted while the watch was down.
+                        let gone = objects().end_list();
+                        for object in &gone {
+                            notify(object);
                         }
                         failed(None);
                         let before = availability_tx.send_replace(Availability::Served);
@@ -205,7 +148,7 @@ impl Cache {
             }
         });
         tracing::info!(kind = kind.name(), api_version = kind.resource.api_version, "watch started");
-        Self { kind, store, index, availability, last_error, subscribers, task, metrics }
+        Self { kind, objects, availability, last_error, subscribers, task, metrics }
     }
 
     /// Adds a subscriber to every later change, once however often it
@@ -236,27 +179,25 @@ impl Cache {
     }
 
     pub fn get(&self, namespace: &str, name: &str) -> Option<Arc<CachedObject>> {
-        self.store.get(&ObjectRef::new_with(name, self.kind.resource.clone()).within(namespace))
+        self.read().get(namespace, name)
     }
 
     /// The objects of this kind in `namespace` whose controller is
     /// `owner_uid`, ordered by name.
     pub fn controlled_by(&self, namespace: &str, owner_uid: &str) -> Vec<Arc<CachedObject>> {
-        let keys = self.index.read().unwrap_or_else(PoisonError::into_inner).controlled_by(owner_uid);
-        keys.into_iter()
-            .filter(|(ns, _)| ns == namespace)
-            .filter_map(|(ns, name)| self.get(&ns, &name))
-            // The index may trail the store by one event; trust the object.
-            .filter(|object| controller_uid(object) == Some(owner_uid))
-            .collect()
+        self.read().controlled_by(namespace, owner_uid)
     }
 
     pub fn len(&self) -> usize {
-        self.store.len()
+        self.read().len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.store.is_empty()
+        self.read().is_empty()
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Objects> {
+        self.objects.read().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -289,36 +230,5 @@ impl Caches {
     /// The caches some module uses now.
     pub fn all(&self) -> Vec<Arc<Cache>> {
         self.by_kind.lock().unwrap_or_else(PoisonError::into_inner).values().filter_map(Weak::upgrade).collect()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn key(name: &str) -> ObjectKey {
-        ("ns".to_owned(), name.to_owned())
-    }
-
-    #[test]
-    fn the_index_follows_each_objects_controller() {
-        let mut index = OwnerIndex::default();
-        index.apply(key("a"), Some("parent-1"));
-        index.apply(key("b"), Some("parent-1"));
-        index.apply(key("c"), Some("parent-2"));
-        index.apply(key("orphan"), None);
-        assert_eq!(index.controlled_by("parent-1"), vec![key("a"), key("b")]);
-        assert_eq!(index.controlled_by("parent-2"), vec![key("c")]);
-
-        // Adopted by another parent, released, deleted.
-        index.apply(key("a"), Some("parent-2"));
-        assert_eq!(index.controlled_by("parent-1"), vec![key("b")]);
-        assert_eq!(index.controlled_by("parent-2"), vec![key("a"), key("c")]);
-        index.apply(key("b"), None);
-        assert!(index.controlled_by("parent-1").is_empty());
-        index.delete(&key("c"));
-        index.delete(&key("never-seen"));
-        assert_eq!(index.controlled_by("parent-2"), vec![key("a")]);
-        assert!(index.by_controller.keys().all(|uid| uid == "parent-2"), "no empty entries are kept");
     }
 }

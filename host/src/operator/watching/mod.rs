@@ -6,6 +6,7 @@
 pub mod cached_object;
 pub mod caches;
 pub mod kinds;
+pub mod objects;
 pub(super) mod own_writes;
 pub mod references;
 pub(super) mod triggers;
