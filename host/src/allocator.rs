@@ -55,6 +55,40 @@ pub fn heap_use() -> Option<HeapUse> {
     None
 }
 
+/// How often freed heap memory is given back, and how much must be free
+/// first (below that, a trim is not worth its walk of the free lists).
+const TRIM_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
+const TRIM_WHEN_FREE_BYTES: u64 = 1 << 20;
+
+/// Gives the system back, every 30 s, the pages of heap memory freed since:
+/// glibc returns only the top of its heap by itself, so after a burst (a
+/// Secret rotation rolling hundreds of Deployments at once, a swap's plan)
+/// the freed middle stayed resident for good, ~6-10 MiB at a thousand
+/// parents (issue 22's soak: a step up after each burst, then a plateau).
+/// `malloc_trim` unmaps the whole free pages inside free chunks; they cost
+/// a page fault when used again.
+pub async fn give_back_freed_memory() {
+    let mut every = tokio::time::interval(TRIM_EVERY);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        if heap_use().is_some_and(|heap| heap.free >= TRIM_WHEN_FREE_BYTES) {
+            trim();
+        }
+    }
+}
+
+/// Unmaps the whole free pages of the heap; elsewhere than glibc on Linux
+/// it does nothing.
+pub fn trim() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim takes the allocator's own lock; it only releases
+    // pages of chunks that are free.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -72,5 +106,36 @@ mod tests {
         drop(held);
         let after = heap_use().expect("glibc");
         assert!(after.in_use + HALF <= during.in_use, "{during:?} -> {after:?}");
+    }
+
+    /// Resident anonymous KiB of this process (a test thread allocates in
+    /// an arena of its own, not in `[heap]`).
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    fn anonymous_kib() -> u64 {
+        let status = std::fs::read_to_string("/proc/self/status").expect("status");
+        let line = status.lines().find_map(|l| l.strip_prefix("RssAnon:")).expect("RssAnon");
+        line.trim().trim_end_matches("kB").trim().parse().expect("a size")
+    }
+
+    /// Memory freed in the middle of the heap (a later allocation holds its
+    /// top) stays resident until a trim, which gives it back.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[test]
+    fn a_trim_gives_back_what_was_freed_below_the_heaps_top() {
+        // Small blocks (on the heap, not mmap'd), then one kept above them.
+        let freed: Vec<Vec<u8>> = (0..8_192).map(|i| vec![i as u8; 4000]).collect();
+        let kept = vec![1u8; 4000];
+        let before_free = anonymous_kib();
+        drop(freed);
+        let after_free = anonymous_kib();
+        trim();
+        let after_trim = anonymous_kib();
+        assert_eq!(kept[0], 1);
+        // 32 MiB were freed: at least half must go back (other tests share
+        // the heap and may hold or free some meanwhile).
+        assert!(
+            after_trim + 16 * 1024 <= after_free.max(before_free),
+            "anonymous KiB: {before_free} with the blocks, {after_free} freed, {after_trim} trimmed"
+        );
     }
 }

@@ -278,6 +278,8 @@ pub async fn run(
         Ok(bytes) => tracing::debug!(kib = bytes / 1024, "released the binary's pages only the start touched"),
         Err(error) => tracing::warn!(%error, "could not release the binary's start-up pages"),
     }
+    // Bursts free memory in the middle of the heap; it goes back to the system.
+    let _trimming = AbortOnDrop(tokio::spawn(crate::allocator::give_back_freed_memory()));
     readiness.set_ready();
     tracing::info!(kinds = all_caches.len(), "caches synced");
 

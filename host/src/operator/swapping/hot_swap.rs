@@ -780,12 +780,13 @@ impl SwapState {
 }
 
 /// How often the versions held compiled but serving nothing give their
-/// code pages back: a version just replaced finishes its reconciles in
-/// flight first, and one that is used again soon costs a few minor faults.
-const RELEASE_IDLE_CODE_EVERY: Duration = Duration::from_secs(60);
+/// code pages back (a read of /proc/self/smaps, ~5 ms): a version just
+/// replaced has finished its reconciles in flight by then (the deadline is
+/// 5 s), and one used again costs a few minor faults.
+const RELEASE_IDLE_CODE_EVERY: Duration = Duration::from_secs(10);
 
 /// Releases the idle versions' code pages of the module in `slot` every
-/// minute, on every replica (a standby holds the leader's versions too).
+/// 10 s, on every replica (a standby holds the leader's versions too).
 pub async fn release_idle_code(slot: ModuleSlot, swap: Arc<SwapState>) {
     let mut every = tokio::time::interval(RELEASE_IDLE_CODE_EVERY);
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
