@@ -1,4 +1,4 @@
-//! Watching: one reflector cache per kind shared by every module, the
+//! Watching: one cache per kind shared by every module, the
 //! compact form objects are kept in, the kinds a manifest names, which
 //! parents reference which related objects, and which cache changes wake
 //! which parents (never the echo of a reconcile's own write).
