@@ -93,9 +93,13 @@ pub fn trim() {
 mod tests {
     use super::*;
 
+    /// The two tests measure the whole process: one at a time.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     #[test]
     fn heap_use_counts_what_is_allocated() {
+        let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         // 64 MiB in small blocks; other tests running beside this one
         // allocate far less than the half of it the checks leave as margin.
         const HALF: u64 = 32 << 20;
@@ -122,6 +126,7 @@ mod tests {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     #[test]
     fn a_trim_gives_back_what_was_freed_below_the_heaps_top() {
+        let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         // Small blocks (on the heap, not mmap'd), then one kept above them.
         let freed: Vec<Vec<u8>> = (0..8_192).map(|i| vec![i as u8; 4000]).collect();
         let kept = vec![1u8; 4000];
