@@ -19,6 +19,7 @@
 //! whose pages were relocated at load (RELRO) holds private copies, which
 //! `MADV_DONTNEED` would turn back into the file's bytes.
 
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 /// A mapping of the binary that may be released, and what of it is resident.
@@ -37,12 +38,30 @@ pub fn release_binary() -> std::io::Result<u64> {
     release(|mapping| mapping.path.is_some_and(|p| Path::new(p) == binary))
 }
 
-/// Unmaps the resident pages of the file mappings within `range` (a
-/// compiled module's image); anonymous memory there is left as it is.
-/// Returns how many bytes were resident in what it released.
-pub fn release_within(range: std::ops::Range<usize>) -> std::io::Result<u64> {
-    let (start, end) = (range.start & !(PAGE - 1), range.end.div_ceil(PAGE) * PAGE);
-    release(|mapping| mapping.path.is_some() && mapping.start >= start && mapping.end <= end)
+/// Unmaps the resident pages of the file mappings within any of `ranges`
+/// (compiled modules' images), reading the process's mappings once;
+/// anonymous memory there is left as it is. Returns how many bytes were
+/// resident in what it released.
+pub fn release_within(ranges: &[Range<usize>]) -> std::io::Result<u64> {
+    if ranges.is_empty() {
+        return Ok(0);
+    }
+    release(|mapping| within(mapping, ranges))
+}
+
+/// Bytes resident now in the file mappings `release_within(ranges)` would
+/// release.
+pub fn resident_within(ranges: &[Range<usize>]) -> std::io::Result<u64> {
+    let smaps = std::fs::read_to_string("/proc/self/smaps")?;
+    Ok(releasable(&smaps, |mapping| within(mapping, ranges)).iter().map(|m| m.resident_kib * 1024).sum())
+}
+
+/// A file mapping inside one of `ranges`, widened to whole pages.
+fn within(mapping: &Header<'_>, ranges: &[Range<usize>]) -> bool {
+    mapping.path.is_some()
+        && ranges
+            .iter()
+            .any(|range| mapping.start >= range.start & !(PAGE - 1) && mapping.end <= range.end.div_ceil(PAGE) * PAGE)
 }
 
 /// Pages are at least this size; ranges are widened to whole pages.
@@ -247,7 +266,7 @@ Anonymous:           100 kB
         let before = resident();
         assert!(before >= 128, "the file's pages are resident once read: {before} KiB");
 
-        let released = release_within(mapped + 10..mapped + LEN - 10).expect("madvise");
+        let released = release_within(std::slice::from_ref(&(mapped + 10..mapped + LEN - 10))).expect("madvise");
         assert_eq!(released, before * 1024);
         assert_eq!(resident(), 0, "nothing of the file stays resident");
         assert_eq!(view, &bytes[..], "and every byte still reads");
@@ -260,7 +279,7 @@ Anonymous:           100 kB
             std::ptr::write_bytes(anonymous as *mut u8, 7, LEN);
             assert_eq!(libc::mprotect(anonymous as *mut libc::c_void, LEN, libc::PROT_READ), 0);
         }
-        assert_eq!(release_within(anonymous..anonymous + LEN).expect("madvise"), 0);
+        assert_eq!(release_within(std::slice::from_ref(&(anonymous..anonymous + LEN))).expect("madvise"), 0);
         // SAFETY: as above.
         let written = unsafe { std::slice::from_raw_parts(anonymous as *const u8, LEN) };
         assert!(written.iter().all(|b| *b == 7), "written memory is kept");

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use wasm_operator::modules::compiler::CompileOptions;
 use wasm_operator::modules::{LogicModule, ModuleEngine, ModuleSource};
+use wasm_operator::resident_pages;
 
 fn greeting() -> Vec<u8> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/greeting.wasm");
@@ -134,24 +135,6 @@ fn a_failed_compile_names_its_cause_and_reason() {
     let _ = std::fs::remove_dir_all(&options.cache_dir);
 }
 
-/// Resident KiB of the file mappings within `range`.
-fn resident_kib_within(range: std::ops::Range<usize>) -> u64 {
-    let smaps = std::fs::read_to_string("/proc/self/smaps").expect("smaps");
-    let mut total = 0;
-    let mut inside = false;
-    for line in smaps.lines() {
-        let header = line.split_whitespace().next().and_then(|r| r.split_once('-')).and_then(|(start, end)| {
-            Some((usize::from_str_radix(start, 16).ok()?, usize::from_str_radix(end, 16).ok()?))
-        });
-        if let Some((start, end)) = header {
-            inside = start >= range.start & !4095 && end <= range.end.div_ceil(4096) * 4096;
-        } else if inside && let Some(kib) = line.strip_prefix("Rss:") {
-            total += kib.trim().trim_end_matches("kB").trim().parse::<u64>().expect("a size");
-        }
-    }
-    total
-}
-
 /// A version held but idle gives back its code pages (`resident_pages.rs`,
 /// done every minute by the hot swap); it still runs when used again.
 #[test]
@@ -161,14 +144,16 @@ fn a_mapped_versions_code_pages_are_released_and_it_still_runs() {
     let module = load(&engine, &greeting()).expect("compiled in a child");
     let run = || module.reconciler().and_then(|mut r| r.manifest()).expect("the module runs").name;
     assert_eq!(run(), "greeting");
-    let before = resident_kib_within(module.code_range());
+    let code = [module.code_range()];
+    let resident = || resident_pages::resident_within(&code).expect("smaps");
+    let before = resident();
     assert!(before > 0, "code that ran is resident");
 
-    let released = wasm_operator::resident_pages::release_within(module.code_range()).expect("released");
-    assert_eq!(released, before * 1024);
-    assert_eq!(resident_kib_within(module.code_range()), 0);
+    let released = resident_pages::release_within(&code).expect("released");
+    assert_eq!(released, before);
+    assert_eq!(resident(), 0);
     assert_eq!(run(), "greeting", "mapped again from the file on its next call");
-    assert!(resident_kib_within(module.code_range()) > 0);
+    assert!(resident() > 0);
     drop(module);
     let _ = std::fs::remove_dir_all(&options.cache_dir);
 }

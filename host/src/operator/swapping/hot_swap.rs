@@ -744,16 +744,12 @@ impl SwapState {
             held.push(takeover.module);
             held.extend(takeover.probation.map(|p| p.module));
         }
-        let mut released = 0;
-        for module in held.iter().filter(|m| !in_use.iter().any(|d| d == m.digest())) {
-            match crate::resident_pages::release_within(module.code_range()) {
-                Ok(bytes) => released += bytes,
-                Err(error) => {
-                    tracing::debug!(%error, digest = module.digest(), "could not release a version's code pages")
-                }
-            }
-        }
-        released
+        let idle: Vec<_> =
+            held.iter().filter(|m| !in_use.iter().any(|d| d == m.digest())).map(|m| m.code_range()).collect();
+        crate::resident_pages::release_within(&idle).unwrap_or_else(|error| {
+            tracing::debug!(%error, "could not release idle versions' code pages");
+            0
+        })
     }
 
     /// No longer holds `digest` compiled (unless something else does).
