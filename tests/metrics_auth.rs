@@ -178,8 +178,10 @@ async fn a_certificate_replaced_on_disk_is_served_without_a_restart() {
         (served_fingerprint(&metrics).await == third).then_some(())
     })
     .await;
-    let reloads = operator.log().iter().filter(|l| l["message"] == json!("metrics certificate reloaded")).count();
-    assert_eq!(reloads, 2, "one reload per good change");
+    // The pair is stored before its log line is written: wait for the line.
+    let reloads = || operator.log().iter().filter(|l| l["message"] == json!("metrics certificate reloaded")).count();
+    eventually("the second reload to be logged", || async { (reloads() >= 2).then_some(()) }).await;
+    assert_eq!(reloads(), 2, "one reload per good change");
     assert!(
         operator
             .log()
