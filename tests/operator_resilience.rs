@@ -164,6 +164,68 @@ async fn an_api_server_restart_mid_run_is_survived() {
     operator.stop().await.expect("the operator ran on and stops cleanly");
 }
 
+/// After an API server restart the caches list every kind again; what did
+/// not change meanwhile must not be reconciled again (at a thousand parents
+/// that burst was the soak's step in memory).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relist_after_an_api_server_restart_reconciles_only_what_changed() {
+    const UNCHANGED: usize = 6;
+    let plane = ControlPlane::start().expect("a control plane of our own");
+    plane.install_crds().await.expect("the CRDs");
+    grant_operator_everything(&plane).await;
+    let ns = TestNamespace::on(&plane, "relist").await;
+    ns.create_memcached("cache", json!({"replicas": 1})).await;
+    for n in 0..UNCHANGED {
+        ns.create_memcached(&format!("still-{n}"), json!({"replicas": 1})).await;
+    }
+    let operator = ns.start_operator().await;
+    converged(&ns, "cache").await;
+    for n in 0..UNCHANGED {
+        converged(&ns, &format!("still-{n}")).await;
+    }
+    // Settled: no reconcile for a while.
+    let mut before = operator.reconciles("success");
+    loop {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let now = operator.reconciles("success");
+        if now == before {
+            break;
+        }
+        before = now;
+    }
+
+    // A write no parent cares about moves etcd's revision on, so the
+    // new server's watch cache starts past the resourceVersion each watch
+    // resumes from: 410 Gone, and every kind is listed again.
+    ns.create_secret("unrelated", json!({"a": "1"})).await;
+    let mark = plane.audit_mark().expect("the audit log");
+    plane.restart_apiserver().expect("restarting the API server");
+    let ns = TestNamespace { client: plane.client(User::Admin).await.expect("a client"), ..ns };
+    ns.set_spec("cache", json!({"replicas": 2})).await;
+    let live = eventually_within(Duration::from_secs(90), "convergence after the restart", || async {
+        let live = converged(&ns, "cache").await;
+        (live["Deployment"].data["spec"]["replicas"] == 2).then_some(live)
+    })
+    .await;
+    assert_eq!(live["Deployment"].data["spec"]["replicas"], 2);
+    plane.audit_sync().await.expect("the audit log");
+    let relisted = plane
+        .audit_events_since(mark)
+        .expect("the audit log")
+        .into_iter()
+        .filter(|e| e.user == OPERATOR_USER && e.verb == "list" && e.resource.as_deref() == Some("memcacheds"))
+        .count();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let after = operator.reconciles("success");
+    assert!(relisted >= 1, "the restart made the operator list Memcacheds again");
+    assert!(
+        after - before < UNCHANGED as u64,
+        "{} reconciles after the re-list; only `cache` changed ({UNCHANGED} others did not)",
+        after - before
+    );
+    operator.stop().await.expect("the operator ran on and stops cleanly");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_servicemonitor_crd_is_reported_and_picked_up_when_installed() {
     let plane = ControlPlane::start().expect("a control plane of our own");

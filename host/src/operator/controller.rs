@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use futures::{FutureExt, StreamExt, TryStreamExt};
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::{Controller, WatchStreamExt, controller, reflector, watcher};
+use kube::runtime::{Controller, controller, reflector, watcher};
 use kube::{Client, ResourceExt};
 use tokio::sync::mpsc;
 
@@ -21,6 +21,11 @@ fn deleted_parent(event: &watcher::Event<CachedObject>) -> Option<ParentKey> {
         watcher::Event::Delete(parent) => Some((parent.namespace()?, parent.name_any())),
         _ => None,
     }
+}
+
+/// `held` is `listed` at the same resourceVersion: listed again, unchanged.
+fn same_version(held: Option<&CachedObject>, listed: &CachedObject) -> bool {
+    held.is_some_and(|held| held.resource_version().is_some() && held.resource_version() == listed.resource_version())
 }
 
 fn receiver_stream<T: Send + 'static>(
@@ -54,13 +59,29 @@ where
     let parent_id = parent_kind.id();
     // Compact parents, without managedFields: see CachedObject.
     let parent_watch = watcher(parent_kind.watch_api(client, namespace), watcher::Config::default());
+    let listed_against = parent_store.clone();
+    let resource = parent_kind.resource.clone();
     let parents = reflector(parent_writer, parent_watch)
         .inspect_ok(move |event| {
             if let Some(parent) = deleted_parent(event) {
                 forgetting.forget(&parent);
             }
         })
-        .applied_objects()
+        // A re-list (after an API server restart, a 410) returns every
+        // parent: only those that changed meanwhile are reconciled. The
+        // store swaps in a re-list's objects at its end, so during it the
+        // store still holds the copy seen before.
+        .try_filter_map(move |event| {
+            let changed = match event {
+                watcher::Event::Apply(parent) => Some(parent),
+                watcher::Event::InitApply(parent) => {
+                    let held = listed_against.get(&ObjectRef::from_obj_with(&parent, resource.clone()));
+                    (!same_version(held.as_deref(), &parent)).then_some(parent)
+                }
+                _ => None,
+            };
+            std::future::ready(Ok(changed))
+        })
         // The store has it; a status the reconcile wrote itself wakes nothing.
         .try_filter(move |parent| {
             let id = (parent_id.clone(), parent.namespace().unwrap_or_default(), parent.name_any());
@@ -112,6 +133,20 @@ mod tests {
             None => serde_json::json!({"name": "cache"}),
         };
         serde_json::from_str(&serde_json::json!({"metadata": metadata}).to_string()).expect("an object")
+    }
+
+    fn at_version(resource_version: Option<&str>) -> CachedObject {
+        let metadata = serde_json::json!({"name": "cache", "namespace": "ns", "resourceVersion": resource_version});
+        serde_json::from_str(&serde_json::json!({"metadata": metadata}).to_string()).expect("an object")
+    }
+
+    #[test]
+    fn a_parent_listed_again_at_the_version_held_is_unchanged() {
+        let held = at_version(Some("7"));
+        assert!(same_version(Some(&held), &at_version(Some("7"))));
+        assert!(!same_version(Some(&held), &at_version(Some("8"))), "changed meanwhile");
+        assert!(!same_version(None, &at_version(Some("7"))), "new");
+        assert!(!same_version(Some(&at_version(None)), &at_version(None)), "no version: cannot tell");
     }
 
     #[test]

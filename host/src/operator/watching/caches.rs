@@ -102,12 +102,19 @@ impl Cache {
             let mut stream = std::pin::pin!(stream);
             while let Some(event) = stream.next().await {
                 match event {
-                    // A re-list after a watch gap also says Apply: any of
-                    // these may have changed.
-                    Ok(watcher::Event::Apply(object) | watcher::Event::InitApply(object)) => {
+                    Ok(watcher::Event::Apply(object)) => {
                         let object = Arc::new(object);
                         objects().apply(object.clone());
                         notify(&object);
+                    }
+                    // Listed (at the start, or again after a watch gap):
+                    // only what changed since it was held wakes anything.
+                    Ok(watcher::Event::InitApply(object)) => {
+                        let object = Arc::new(object);
+                        let changed = objects().apply_listed(object.clone());
+                        if changed {
+                            notify(&object);
+                        }
                     }
                     Ok(watcher::Event::Delete(object)) => {
                         objects().delete(&key_of(&object));

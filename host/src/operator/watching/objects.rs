@@ -8,8 +8,11 @@
 //! pages, and the process stayed ~10-20 MiB larger after each re-list at a
 //! thousand parents (issue 22's soak). Here each listed object replaces its
 //! older copy at once, and what the list did not return is removed when it
-//! ends. Its keys are also a namespace and a name, not a reference carrying
-//! the kind's five strings per object.
+//! ends. An object listed again at the resourceVersion held is not copied
+//! again, and wakes nothing: a re-list after an API server restart then
+//! costs no reconcile of what did not change. Its keys are also a
+//! namespace and a name, not a reference carrying the kind's five strings
+//! per object.
 
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap};
@@ -71,6 +74,23 @@ impl Objects {
                 self.by_controller.entry(controller).or_default().insert(key);
             }
         }
+    }
+
+    /// An object a list returned: a copy at the resourceVersion already
+    /// held is dropped and the held one kept (a re-list after a watch gap
+    /// returns every object, most unchanged); otherwise as [`Self::apply`].
+    /// Whether it changed.
+    pub fn apply_listed(&mut self, object: Arc<CachedObject>) -> bool {
+        let key = key_of(&object);
+        if let Some(held) = self.by_key.get_mut(&key)
+            && held.object.resource_version().is_some()
+            && held.object.resource_version() == object.resource_version()
+        {
+            held.list = self.list;
+            return false;
+        }
+        self.apply(object);
+        true
     }
 
     /// Removes an object; returns the copy held, if any.
@@ -198,5 +218,34 @@ mod tests {
         assert_eq!(names(&objects.controlled_by("ns", "parent")), ["a", "c", "d"]);
         drop(old_a);
         assert_eq!(Arc::strong_count(&objects.get("ns", "a").expect("a")), 2, "no second copy is held");
+    }
+
+    fn at_version(name: &str, resource_version: &str) -> Arc<CachedObject> {
+        let value = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": "ns", "resourceVersion": resource_version}});
+        Arc::new(serde_json::from_value(value).expect("a ConfigMap"))
+    }
+
+    #[test]
+    fn a_relisted_object_at_the_same_version_keeps_the_held_copy_and_counts_as_unchanged() {
+        let mut objects = Objects::default();
+        objects.begin_list();
+        assert!(objects.apply_listed(at_version("a", "10")), "new");
+        assert!(objects.apply_listed(at_version("b", "11")), "new");
+        assert!(objects.end_list().is_empty());
+        let held_a = objects.get("ns", "a").expect("a");
+
+        objects.begin_list();
+        assert!(!objects.apply_listed(at_version("a", "10")), "the same resourceVersion is no change");
+        assert!(Arc::ptr_eq(&held_a, &objects.get("ns", "a").expect("a")), "the held copy stays");
+        assert!(objects.apply_listed(at_version("b", "12")), "a new resourceVersion is a change");
+        assert_eq!(objects.get("ns", "b").expect("b").resource_version().as_deref(), Some("12"));
+        assert!(objects.end_list().is_empty(), "an unchanged object counts as listed: not removed");
+        assert_eq!(objects.len(), 2);
+
+        // Without a resourceVersion nothing can be known unchanged.
+        objects.begin_list();
+        objects.apply(object("c", None));
+        assert!(objects.apply_listed(object("c", None)));
     }
 }
