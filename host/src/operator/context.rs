@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
-use kube::api::DynamicObject;
 use kube::runtime::reflector;
 use kube::runtime::reflector::ObjectRef;
 use tokio::sync::mpsc;
@@ -130,14 +129,14 @@ impl Context {
     /// reconcile of `parent`, so that its echo wakes no reconcile: see
     /// [`own_writes`]. A change by someone else seen meanwhile queues the
     /// parent again.
-    pub(super) async fn own_write(
+    pub(super) async fn own_write<T: kube::Resource>(
         &self,
         kind: &Kind,
         namespace: &str,
         name: &str,
         parent: &str,
-        request: impl Future<Output = kube::Result<DynamicObject>>,
-    ) -> kube::Result<DynamicObject> {
+        request: impl Future<Output = kube::Result<T>>,
+    ) -> kube::Result<T> {
         let mut in_flight = WriteInFlight {
             ctx: self,
             id: (kind.id(), namespace.to_owned(), name.to_owned()),
@@ -146,7 +145,7 @@ impl Context {
         };
         self.own_writes.writing(&in_flight.id);
         let result = request.await;
-        in_flight.answer(result.as_ref().ok().and_then(|o| o.metadata.resource_version.as_deref()));
+        in_flight.answer(result.as_ref().ok().and_then(|o| o.meta().resource_version.as_deref()));
         result
     }
 

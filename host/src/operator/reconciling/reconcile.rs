@@ -16,7 +16,7 @@ use crate::operator::cached_object::CachedObject;
 use crate::operator::caches::Availability;
 use crate::operator::create_or_update::{Outcome, create_or_update};
 use crate::operator::delete_unwanted::delete_unwanted;
-use crate::operator::desired::{self, DesiredObject, Owner};
+use crate::operator::desired::{self, Owner};
 use crate::operator::inputs::{Inputs, inputs};
 use crate::operator::recording::Reconciled;
 use crate::operator::serving::Serving;
@@ -147,8 +147,10 @@ async fn reconcile_parent(parent: &CachedObject, ctx: &Context, serving: &Servin
     let owner = Owner { namespace, uid };
     // What it answered, for the record (a copy only when recording).
     let answered_desired = ctx.recorder.enabled().then(|| answer.clone());
-    let desired = match desired::check(&serving.owned_kinds, &owner, answer) {
-        Ok(desired) => desired,
+    // Checked, then held as text while the writes wait on the API server:
+    // a tree of every desired object is several times its JSON.
+    let desired: Vec<(usize, String, String)> = match desired::check(&serving.owned_kinds, &owner, answer) {
+        Ok(desired) => desired.into_iter().map(|o| (o.kind_index, o.name, o.value.to_string())).collect(),
         Err(refused) => {
             ctx.metrics.module_failed("ModuleInvalidOutput");
             return Err(ReconcileError::InvalidOutput(refused));
@@ -159,7 +161,7 @@ async fn reconcile_parent(parent: &CachedObject, ctx: &Context, serving: &Servin
     let mut failure = None;
     let mut not_served = BTreeSet::new();
     let mut wanted = BTreeSet::new();
-    for DesiredObject { kind_index, name: child, value } in desired {
+    for (kind_index, child, text) in desired {
         let cache = &serving.owned[kind_index];
         let kind = cache.kind.name();
         wanted.insert((kind_index, child.clone()));
@@ -173,6 +175,8 @@ async fn reconcile_parent(parent: &CachedObject, ctx: &Context, serving: &Servin
             not_served.insert(format!("{kind} ({})", cache.kind.resource.api_version));
             continue;
         }
+        // Text this process wrote from a JSON object parses back.
+        let value = serde_json::from_str(&text).unwrap_or_default();
         match create_or_update(ctx, cache, &view, existing, value).await {
             Ok(applied) => {
                 match (applied.outcome, applied.written) {

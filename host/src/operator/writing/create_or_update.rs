@@ -12,6 +12,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Resource;
 use kube::api::{DynamicObject, PostParams};
+use kube::core::Request;
 use serde_json::Value;
 
 use crate::modules::{CallError, Refusal, RefusedAnswer};
@@ -58,12 +59,10 @@ pub async fn create_or_update(
     let kind = &cache.kind;
     let api = kind.api(&ctx.identity.client, parent.namespace);
     let params = PostParams { field_manager: Some(ctx.field_manager.clone()), ..PostParams::default() };
-    // The current object as the module read it, and parsed to compare.
-    let mut current: Option<(String, Value)> = current.map(|cached| {
-        let json = cached.module_json(kind);
-        let value = serde_json::from_str(&json).unwrap_or_default();
-        (json, value)
-    });
+    // The current object as the module read it. Parsed only to compare:
+    // a reconcile in flight holds text, not trees, while it waits on the
+    // API server (64 in flight during a Secret rotation).
+    let mut current: Option<String> = current.map(|cached| cached.module_json(kind));
     let mut desired = desired;
     let name = desired.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_owned();
     let api_error = |verb, source| ReconcileError::Api {
@@ -74,8 +73,8 @@ pub async fn create_or_update(
         source: Box::new(source),
     };
     for attempt in 1..=MAX_ATTEMPTS {
-        if let Some((current_json, current_value)) = &current
-            && same_ignoring_nulls(current_value, &desired)
+        if let Some(current_json) = &current
+            && serde_json::from_str::<Value>(current_json).is_ok_and(|current| same_ignoring_nulls(&current, &desired))
         {
             tracing::debug!(
                 module = ctx.module_name,
@@ -88,16 +87,26 @@ pub async fn create_or_update(
             ctx.metrics.wrote(kind.name(), Outcome::Unchanged.as_str());
             return Ok(Applied { outcome: Outcome::Unchanged, json: current_json.clone(), written: None });
         }
-        let desired_object: DynamicObject = serde_json::from_value(desired).map_err(|source| {
+        // The body as kube's `Api::replace` would send it; the trees go
+        // before the request waits.
+        let desired_object: DynamicObject = serde_json::from_value(std::mem::take(&mut desired)).map_err(|source| {
             let problem = format!("{} {name}: {source}", kind.name());
             ReconcileError::InvalidOutput(RefusedAnswer::new(Refusal::NotObject, problem))
         })?;
-        let (outcome, request) = match &current {
-            Some(_) => (Outcome::Updated, futures::future::Either::Left(api.replace(&name, &params, &desired_object))),
-            None => (Outcome::Created, futures::future::Either::Right(api.create(&params, &desired_object))),
+        let body = serde_json::to_vec(&desired_object)
+            .map_err(|source| api_error("encode", kube::Error::SerdeError(source)))?;
+        drop(desired_object);
+        let (outcome, verb, built) = match &current {
+            Some(_) => (Outcome::Updated, "replace", Request::new(api.resource_url()).replace(&name, &params, body)),
+            None => (Outcome::Created, "create", Request::new(api.resource_url()).create(&params, body)),
         };
+        let mut request = built.map_err(|source| api_error(verb, kube::Error::BuildRequest(source)))?;
+        request.extensions_mut().insert(verb);
+        // Read back compact (no managedFields, no tree of spec and status),
+        // as the caches hold objects.
+        let sent = ctx.identity.client.request::<CachedObject>(request);
         let result =
-            ctx.own_write(kind, parent.namespace, &name, parent.name, request).await.map(|object| (outcome, object));
+            ctx.own_write(kind, parent.namespace, &name, parent.name, sent).await.map(|object| (outcome, object));
         match result {
             Ok((outcome, object)) => {
                 tracing::info!(
@@ -110,7 +119,7 @@ pub async fn create_or_update(
                 );
                 ctx.metrics.wrote(kind.name(), outcome.as_str());
                 let written = Some(object.object_ref(&kind.resource));
-                return Ok(Applied { outcome, json: kind.to_json(&object), written });
+                return Ok(Applied { outcome, json: object.module_json(kind), written });
             }
             Err(kube::Error::Api(status)) if status.code == 409 => {
                 tracing::info!(
@@ -127,11 +136,8 @@ pub async fn create_or_update(
                     break;
                 }
                 let fresh = api.get_opt(&name).await.map_err(|source| api_error("get", source))?;
-                current = fresh.map(|object| {
-                    let value = kind.to_value(&object);
-                    (value.to_string(), value)
-                });
-                desired = ask_again(ctx, cache, parent, &name, current.as_ref().map(|(json, _)| json.as_str()))?;
+                current = fresh.map(|object| kind.to_json(&object));
+                desired = ask_again(ctx, cache, parent, &name, current.as_deref())?;
             }
             Err(source) => {
                 ctx.metrics.wrote(kind.name(), "failed");
