@@ -145,17 +145,33 @@ struct Drift {
     drift: Option<f64>,
 }
 
+/// How long a level of resident memory is read over: its median over this
+/// window, not one sample. A hot swap keeps two versions' code resident
+/// until the next release of idle code (up to 10 s), and a burst of
+/// reconciles lasts seconds: one 10-s sample that falls in either is no
+/// level, and drift is a change of level.
+const LEVEL_WINDOW: Duration = Duration::from_secs(60);
+
 fn drift(incarnation: &Incarnation, soak_started: Instant, warmup: Duration) -> Drift {
-    let leading: Vec<&(Instant, u64, bool)> = incarnation.rss.iter().filter(|(_, _, leads)| *leads).collect();
+    let leading: Vec<(Instant, u64)> =
+        incarnation.rss.iter().filter(|(_, _, leads)| *leads).map(|&(at, kib, _)| (at, kib)).collect();
     let led = match (leading.first(), leading.last()) {
         (Some(first), Some(last)) => last.0 - first.0,
         _ => Duration::ZERO,
     };
-    let lead_start = leading.first().map(|s| s.0.max(soak_started));
-    let baseline = lead_start.and_then(|start| leading.iter().find(|s| s.0 >= start + warmup));
-    let end = leading.last();
+    let mut baseline = None;
+    let mut end = None;
+    if let (Some(first), Some(last)) = (leading.first(), leading.last()) {
+        let warmed = first.0.max(soak_started) + warmup;
+        let ends_from = last.0.checked_sub(LEVEL_WINDOW).unwrap_or(last.0);
+        // Two whole windows, a warm-up apart at least.
+        if ends_from >= warmed + LEVEL_WINDOW + warmup {
+            baseline = level(&leading, warmed, warmed + LEVEL_WINDOW);
+            end = level(&leading, ends_from, last.0);
+        }
+    }
     let measured = match (baseline, end) {
-        (Some(b), Some(e)) if e.0 >= b.0 + warmup && b.1 > 0 => Some((e.1 as f64 - b.1 as f64) / b.1 as f64 * 100.0),
+        (Some(b), Some(e)) if b > 0 => Some((e as f64 - b as f64) / b as f64 * 100.0),
         _ => None,
     };
     let lived = incarnation.ended.unwrap_or_else(Instant::now) - incarnation.started;
@@ -163,11 +179,18 @@ fn drift(incarnation: &Incarnation, soak_started: Instant, warmup: Duration) -> 
         identity: incarnation.identity.clone(),
         lived,
         led,
-        baseline: baseline.map(|b| b.1),
-        end: end.map(|e| e.1),
+        baseline,
+        end,
         peak: incarnation.peak_rss_kib,
         drift: measured,
     }
+}
+
+/// The median of the samples taken from `from` to `to` (both included).
+fn level(samples: &[(Instant, u64)], from: Instant, to: Instant) -> Option<u64> {
+    let mut within: Vec<u64> = samples.iter().filter(|(at, _)| *at >= from && *at <= to).map(|&(_, kib)| kib).collect();
+    within.sort_unstable();
+    within.get(within.len() / 2).copied()
 }
 
 /// The windows between Lease renewals seen further apart than a leader
@@ -436,11 +459,16 @@ pub fn render(config: &Config, outcome: &Outcome, replicas: &[Replica]) -> (Stri
 
     let _ = writeln!(
         out,
-        "Resident memory per replica process (drift: while it led, from {:.0} s into its lead to its end, when it led that long again):",
-        outcome.warmup.as_secs_f64()
+        "Resident memory per replica process (drift: while it led, the median of its first {:.0} s after {:.0} s of lead against the median of its last {:.0} s, when it led that long again):",
+        LEVEL_WINDOW.as_secs_f64(),
+        outcome.warmup.as_secs_f64(),
+        LEVEL_WINDOW.as_secs_f64()
     );
     let _ = writeln!(out);
-    let _ = writeln!(out, "| process | lived | led | RSS after warm-up | RSS at the end of its lead | peak | drift |");
+    let _ = writeln!(
+        out,
+        "| process | lived | led | RSS after warm-up (median) | RSS at the end of its lead (median) | peak | drift |"
+    );
     let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|");
     for d in &drifts {
         let _ = writeln!(
@@ -531,6 +559,8 @@ fn join_series(series: &BTreeMap<String, u64>) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
     use super::*;
 
     #[test]
@@ -553,6 +583,43 @@ mod tests {
         );
         assert_eq!(cause("list: error trying to connect: tcp connect error"), "API server unreachable (connection)");
         assert_eq!(cause("something new"), "other");
+    }
+
+    #[test]
+    fn drift_compares_the_median_level_after_warm_up_with_the_last_minutes() {
+        let start = Instant::now();
+        let at = |s: u64| start + Duration::from_secs(s);
+        let warmup = Duration::from_secs(180);
+        // Every 10 s for 20 minutes, leading: 50 MiB, a swap's 58 MiB sample
+        // now and then (both windows have one), ending at 52 MiB.
+        let rss: Vec<(Instant, u64, bool)> = (0..=120)
+            .map(|i| {
+                let kib = if i % 15 == 3 {
+                    58 << 10
+                } else if i >= 100 {
+                    52 << 10
+                } else {
+                    50 << 10
+                };
+                (at(i * 10), kib, true)
+            })
+            .collect();
+        let incarnation = Incarnation {
+            identity: "soak-a-1".into(),
+            pod_name: "soak-a-pod1".into(),
+            started: start,
+            ended: Some(at(1200)),
+            log: PathBuf::new(),
+            rss,
+            peak_rss_kib: 58 << 10,
+            last_scrape: String::new(),
+        };
+        let d = drift(&incarnation, start, warmup);
+        assert_eq!((d.baseline, d.end), (Some(50 << 10), Some(52 << 10)), "one high sample moves no median");
+        assert!((d.drift.expect("led long enough") - 4.0).abs() < 1e-9);
+        // Led too briefly for two windows a warm-up apart: no figure.
+        let short = Incarnation { rss: incarnation.rss[..40].to_vec(), ..incarnation };
+        assert_eq!(drift(&short, start, warmup).drift, None);
     }
 
     #[test]
