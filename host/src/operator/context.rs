@@ -145,7 +145,13 @@ impl Context {
         };
         self.own_writes.writing(&in_flight.id);
         let result = request.await;
-        in_flight.answer(result.as_ref().ok().and_then(|o| o.meta().resource_version.as_deref()));
+        match &result {
+            Ok(object) => in_flight.answer(object.meta().resource_version.as_deref()),
+            // The API server answered: it did not apply the write.
+            Err(kube::Error::Api(_)) => in_flight.answer(None),
+            // No answer: it may have been applied.
+            Err(_) => in_flight.unanswered(),
+        }
         result
     }
 
@@ -159,7 +165,7 @@ impl Context {
 }
 
 /// A write on its way; dropped unanswered (the reconcile was cancelled), it
-/// counts as failed, so what it held is not lost.
+/// counts as maybe applied, and what it held is not lost.
 struct WriteInFlight<'a> {
     ctx: &'a Context,
     id: own_writes::ObjectId,
@@ -170,8 +176,18 @@ struct WriteInFlight<'a> {
 
 impl WriteInFlight<'_> {
     fn answer(&mut self, resource_version: Option<&str>) {
+        let held = self.ctx.own_writes.answered(&self.id, resource_version);
+        self.settled(held);
+    }
+
+    fn unanswered(&mut self) {
+        let held = self.ctx.own_writes.unanswered(&self.id);
+        self.settled(held);
+    }
+
+    fn settled(&mut self, held: own_writes::Held) {
         self.answered = true;
-        if self.ctx.own_writes.answered(&self.id, resource_version) == own_writes::Held::OtherChanges {
+        if held == own_writes::Held::OtherChanges {
             let parent = ObjectRef::new_with(self.parent, self.ctx.parent_kind.resource.clone()).within(&self.id.1);
             let _ = self.ctx.requeue.send(parent);
         }
@@ -180,8 +196,9 @@ impl WriteInFlight<'_> {
 
 impl Drop for WriteInFlight<'_> {
     fn drop(&mut self) {
+        // Cancelled while on its way: it may have been sent and applied.
         if !self.answered {
-            self.answer(None);
+            self.unanswered();
         }
     }
 }

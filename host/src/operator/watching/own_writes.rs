@@ -8,10 +8,14 @@
 //! announced before it is sent: events for that object meanwhile are held,
 //! and the answer decides: its own version is dropped, any other version
 //! (someone else's change) asks for a reconcile then. Entries live from a
-//! write to its echo, at most one per object.
+//! write to its echo, at most one per object. A write whose answer was lost
+//! may have been applied: until the object's next event the status is
+//! compared with the server's, not the cache's, so its retry does not
+//! write the same again.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 /// kind (`group/Kind`), namespace, name
 pub type ObjectId = (String, String, String);
@@ -21,7 +25,15 @@ enum Expected {
     Pending { seen: Vec<String> },
     /// Written at this version; its echo is still to come.
     Written(String),
+    /// Sent, but its answer was lost (a connection cut, a cancelled
+    /// reconcile): it may have been applied, and the cache may not show it
+    /// yet. Until the object's next event, or `UNSURE_FOR`.
+    MaybeWritten(Instant),
 }
+
+/// How long a write whose answer was lost counts as maybe applied when no
+/// event for its object comes.
+const UNSURE_FOR: Duration = Duration::from_secs(30);
 
 #[derive(Default)]
 pub struct OwnWrites {
@@ -45,19 +57,32 @@ impl OwnWrites {
     }
 
     /// The write to `id` was answered: the object is now at
-    /// `resource_version`, or (`None`) the write failed.
+    /// `resource_version`, or (`None`) the API server refused it.
     pub fn answered(&self, id: &ObjectId, resource_version: Option<&str>) -> Held {
+        self.settle(id, resource_version, false)
+    }
+
+    /// The write to `id` got no answer (the connection failed, or the
+    /// reconcile was cancelled): it may have been applied.
+    pub fn unanswered(&self, id: &ObjectId) -> Held {
+        self.settle(id, None, true)
+    }
+
+    fn settle(&self, id: &ObjectId, resource_version: Option<&str>, maybe_applied: bool) -> Held {
         let mut expected = self.expected.lock().unwrap_or_else(PoisonError::into_inner);
         let seen = match expected.remove(id) {
             Some(Expected::Pending { seen }) => seen,
             // Announced by another write, or superseded: nothing held here.
-            Some(written @ Expected::Written(_)) => {
-                expected.insert(id.clone(), written);
+            Some(other @ (Expected::Written(_) | Expected::MaybeWritten(_))) => {
+                expected.insert(id.clone(), other);
                 return Held::Nothing;
             }
             None => Vec::new(),
         };
         let Some(resource_version) = resource_version else {
+            if maybe_applied {
+                expected.insert(id.clone(), Expected::MaybeWritten(Instant::now()));
+            }
             return if seen.is_empty() { Held::Nothing } else { Held::OtherChanges };
         };
         if !seen.iter().any(|version| version == resource_version) {
@@ -85,14 +110,27 @@ impl OwnWrites {
                 expected.remove(id);
                 echo
             }
+            // Our write, if it landed, or a later change: the cache has it
+            // now, and a reconcile compares.
+            (Some(Expected::MaybeWritten(_)), Some(_)) => {
+                expected.remove(id);
+                false
+            }
             _ => false,
         }
     }
 
-    /// Whether a write to `id` was made whose echo has not reached the
-    /// cache yet (the cache may not show it).
+    /// Whether a write to `id` was made (or may have been applied) whose
+    /// echo has not reached the cache yet (the cache may not show it).
     pub fn awaiting_echo(&self, id: &ObjectId) -> bool {
-        self.expected.lock().unwrap_or_else(PoisonError::into_inner).contains_key(id)
+        let mut expected = self.expected.lock().unwrap_or_else(PoisonError::into_inner);
+        match expected.get(id) {
+            Some(Expected::MaybeWritten(since)) if since.elapsed() >= UNSURE_FOR => {
+                expected.remove(id);
+                false
+            }
+            entry => entry.is_some(),
+        }
     }
 
     #[cfg(test)]
@@ -151,6 +189,34 @@ mod tests {
         writes.writing(&web);
         assert!(writes.is_echo(&web, Some("14")));
         assert_eq!(writes.answered(&web, None), Held::OtherChanges);
+        assert_eq!(writes.len(), 0);
+        assert!(!writes.awaiting_echo(&web), "refused by the server: nothing to wait for");
+    }
+
+    #[test]
+    fn a_write_whose_answer_was_lost_may_have_landed_until_an_event_shows() {
+        let writes = OwnWrites::default();
+        let web = id("apps/Deployment", "web");
+        writes.writing(&web);
+        assert_eq!(writes.unanswered(&web), Held::Nothing);
+        // The cache may not show it yet: compare with the server, not the cache.
+        assert!(writes.awaiting_echo(&web));
+        // Its event (or any later one) wakes a reconcile, which compares.
+        assert!(!writes.is_echo(&web, Some("20")));
+        assert!(!writes.awaiting_echo(&web));
+        assert_eq!(writes.len(), 0);
+
+        // Events held while it was on its way still count.
+        writes.writing(&web);
+        assert!(writes.is_echo(&web, Some("21")));
+        assert_eq!(writes.unanswered(&web), Held::OtherChanges);
+        assert!(writes.awaiting_echo(&web));
+
+        // No event ever: it stops counting after UNSURE_FOR.
+        let mut expected = writes.expected.lock().unwrap_or_else(PoisonError::into_inner);
+        expected.insert(web.clone(), Expected::MaybeWritten(Instant::now() - UNSURE_FOR));
+        drop(expected);
+        assert!(!writes.awaiting_echo(&web));
         assert_eq!(writes.len(), 0);
     }
 }

@@ -3,6 +3,7 @@
 //! itself, `Stalled`, when the module failed and cannot report it.
 
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
+use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
 
@@ -41,7 +42,14 @@ pub async fn write_status(
     let api: Api<DynamicObject> = ctx.parent_kind.api(&ctx.identity.client, parent.namespace);
     let id = (ctx.parent_kind.id(), parent.namespace.to_owned(), parent.name.to_owned());
     let old = match baseline(ctx.own_writes.awaiting_echo(&id)) {
-        Baseline::Cached => parent.object.status(),
+        // The cache now, not the copy this reconcile started with: our last
+        // write's echo may have arrived since (the cache takes an event
+        // before its echo is recognised), and compared with the older copy
+        // a status equal to that write would be written again.
+        Baseline::Cached => {
+            let now = ctx.parents.get(&ObjectRef::from_obj_with(parent.object, ctx.parent_kind.resource.clone()));
+            now.map_or_else(|| parent.object.status(), |cached| cached.status())
+        }
         // The echo of our last write to this parent is still to come, so
         // the cache may not show what the server holds: compared with the
         // cache, a status equal to that write would be written again (a
