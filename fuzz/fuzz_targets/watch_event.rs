@@ -9,16 +9,17 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 use kube::core::{ObjectList, WatchEvent};
-use kube::{Resource, ResourceExt};
+use kube::Resource;
 use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
 use wasm_operator::operator::cached_object::CachedObject;
-use wasm_operator::operator::caches::{OwnerIndex, controller_uid};
 use wasm_operator::operator::kinds::Kind;
+use wasm_operator::operator::objects::{Objects, controller_uid, key_of};
 
 /// The cache's kind: the Memcached module's Deployments.
 fn deployments() -> &'static Kind {
@@ -89,16 +90,18 @@ fn check(cached: &CachedObject, source: Option<&str>) {
     let kind = deployments();
     let json = cached.module_json(kind);
     let controller = controller_uid(cached).map(str::to_owned);
-    let key = (cached.namespace().unwrap_or_default(), cached.name_any());
-    let mut index = OwnerIndex::default();
-    index.apply(key.clone(), controller.as_deref());
+    let key = key_of(cached);
+    let mut objects = Objects::default();
+    objects.apply(Arc::new(cached.clone()));
     if let Some(uid) = &controller {
-        assert_eq!(index.controlled_by(uid), vec![key.clone()]);
+        let controlled: Vec<_> = objects.controlled_by(&key.0, uid).iter().map(|o| key_of(o)).collect();
+        assert_eq!(controlled, vec![key.clone()]);
     }
-    index.delete(&key);
+    assert!(objects.delete(&key).is_some());
     if let Some(uid) = &controller {
-        assert!(index.controlled_by(uid).is_empty());
+        assert!(objects.controlled_by(&key.0, uid).is_empty());
     }
+    assert!(objects.is_empty());
 
     let Some((text, source)) = source.and_then(|text| Some((text, serde_json::from_str::<Value>(text).ok()?))) else {
         return;

@@ -28,7 +28,7 @@ use reconciling::{backoff, inputs, reconcile};
 pub use run::run;
 pub use swapping::{hot_swap, logic_modules, rollout, serving, shadow, swap_plan};
 use watching::own_writes;
-pub use watching::{cached_object, caches, kinds, references};
+pub use watching::{cached_object, caches, kinds, objects, references};
 pub use writing::{api_requests, compare};
 use writing::{create_or_update, delete_unwanted, events, status};
 
