@@ -11,6 +11,7 @@ use kube::{Client, ResourceExt};
 use tokio::sync::mpsc;
 
 use crate::operator::cached_object::CachedObject;
+use crate::operator::objects::same_version;
 use crate::operator::references::ParentKey;
 use crate::operator::{Context, reconcile};
 
@@ -21,11 +22,6 @@ fn deleted_parent(event: &watcher::Event<CachedObject>) -> Option<ParentKey> {
         watcher::Event::Delete(parent) => Some((parent.namespace()?, parent.name_any())),
         _ => None,
     }
-}
-
-/// `held` is `listed` at the same resourceVersion: listed again, unchanged.
-fn same_version(held: Option<&CachedObject>, listed: &CachedObject) -> bool {
-    held.is_some_and(|held| held.resource_version().is_some() && held.resource_version() == listed.resource_version())
 }
 
 fn receiver_stream<T: Send + 'static>(

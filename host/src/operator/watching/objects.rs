@@ -35,6 +35,12 @@ pub fn key_of(object: &CachedObject) -> ObjectKey {
     (object.namespace().unwrap_or_default(), object.name_any())
 }
 
+/// `held` is `listed` at the same resourceVersion: listed again, unchanged.
+/// Without a resourceVersion nothing can be known unchanged.
+pub fn same_version(held: Option<&CachedObject>, listed: &CachedObject) -> bool {
+    held.is_some_and(|held| held.resource_version().is_some() && held.resource_version() == listed.resource_version())
+}
+
 struct Held {
     object: Arc<CachedObject>,
     /// The list that last returned it, or during which it last changed.
@@ -83,8 +89,7 @@ impl Objects {
     pub fn apply_listed(&mut self, object: Arc<CachedObject>) -> bool {
         let key = key_of(&object);
         if let Some(held) = self.by_key.get_mut(&key)
-            && held.object.resource_version().is_some()
-            && held.object.resource_version() == object.resource_version()
+            && same_version(Some(&held.object), &object)
         {
             held.list = self.list;
             return false;
