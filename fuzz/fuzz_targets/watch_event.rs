@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use kube::core::{ObjectList, WatchEvent};
 use kube::Resource;
+use kube::core::{ObjectList, WatchEvent};
 use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
