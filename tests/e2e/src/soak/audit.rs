@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
@@ -71,17 +71,61 @@ struct Write {
     resource: String,
 }
 
-/// Reads the whole log at `path`.
+/// The log at `path` and every file the API server rotated it into
+/// before (`audit-<time>.log` beside it: it rotates at 100 MB, which a
+/// soak's hour fills several times), oldest first.
+pub fn log_files(path: &Path) -> Result<Vec<PathBuf>, SoakError> {
+    let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("audit");
+    let mut rotated: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| SoakError::io(format!("listing {}", dir.display()), e))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&format!("{stem}-")) && n.ends_with(".log"))
+        })
+        .collect();
+    // The rotation time in each name sorts as text.
+    rotated.sort();
+    rotated.push(path.to_owned());
+    Ok(rotated)
+}
+
+/// Reads the whole log at `path`, its rotated files included.
 pub fn analyse(path: &Path, operator: &str) -> Result<Writes, SoakError> {
-    let file = std::fs::File::open(path).map_err(|e| SoakError::io(format!("opening {}", path.display()), e))?;
     let mut writes = Writes::default();
     // (object, resourceVersion answered) -> the writes that answered it.
     let mut answered: HashMap<(String, String), Vec<Write>> = HashMap::new();
+    for path in log_files(path)? {
+        let file = std::fs::File::open(&path).map_err(|e| SoakError::io(format!("opening {}", path.display()), e))?;
+        read_into(&path, file, operator, &mut writes, &mut answered)?;
+    }
+    for (_, mut group) in answered {
+        if group.len() < 2 {
+            continue;
+        }
+        // RFC 3339 with microseconds, all UTC: text order is time order.
+        group.sort_by(|a, b| a.received.cmp(&b.received));
+        for write in group.into_iter().skip(1) {
+            *writes.unchanged.entry((write.user, write.resource)).or_default() += 1;
+        }
+    }
+    Ok(writes)
+}
+
+fn read_into(
+    path: &Path,
+    file: std::fs::File,
+    operator: &str,
+    writes: &mut Writes,
+    answered: &mut HashMap<(String, String), Vec<Write>>,
+) -> Result<(), SoakError> {
     for line in BufReader::new(file).lines() {
         let line = line.map_err(|e| SoakError::io(format!("reading {}", path.display()), e))?;
         if !line.contains("\"level\":\"RequestResponse\"") {
             if line.contains(operator) && is_refused_write(&line) {
-                tally_refused(&line, operator, &mut writes);
+                tally_refused(&line, operator, writes);
             }
             continue;
         }
@@ -125,17 +169,7 @@ pub fn analyse(path: &Path, operator: &str) -> Result<Writes, SoakError> {
             resource,
         });
     }
-    for (_, mut group) in answered {
-        if group.len() < 2 {
-            continue;
-        }
-        // RFC 3339 with microseconds, all UTC: text order is time order.
-        group.sort_by(|a, b| a.received.cmp(&b.received));
-        for write in group.into_iter().skip(1) {
-            *writes.unchanged.entry((write.user, write.resource)).or_default() += 1;
-        }
-    }
-    Ok(writes)
+    Ok(())
 }
 
 fn is_refused_write(line: &str) -> bool {
@@ -191,6 +225,26 @@ mod tests {
         assert_eq!(writes.unchanged_by("kcm"), 1);
         assert_eq!(writes.by_operator, 3);
         assert_eq!(writes.refused_by_code.get(&409), Some(&1));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The API server rotates its log at 100 MB: the files it rotated
+    /// count too, a write in one answering a version written in another.
+    #[test]
+    fn rotated_files_are_read_oldest_first() {
+        let dir = std::env::temp_dir().join(format!("soak-audit-rotated-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a temp dir");
+        let path = dir.join("audit.log");
+        let older = dir.join("audit-2026-01-01T00-00-02.000.log");
+        let oldest = dir.join("audit-2026-01-01T00-00-01.000.log");
+        std::fs::write(&oldest, line("op", "2026-01-01T00:00:00.500000Z", "10", 200) + "\n").expect("a log");
+        std::fs::write(&older, line("op", "2026-01-01T00:00:01.500000Z", "10", 200) + "\n").expect("a log");
+        std::fs::write(&path, line("op", "2026-01-01T00:00:02.500000Z", "12", 200) + "\n").expect("a log");
+        std::fs::write(dir.join("audit-policy.yaml"), "not a log").expect("a file");
+        assert_eq!(log_files(&path).expect("listed"), vec![oldest, older, path.clone()]);
+        let writes = analyse(&path, "op").expect("analysed");
+        assert_eq!(writes.by_operator, 3);
+        assert_eq!(writes.unchanged_by("op"), 1, "the second write answered the first's version");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

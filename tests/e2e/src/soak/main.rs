@@ -34,6 +34,8 @@
 //!   logs, faults injected by kind and changes applied.
 
 mod audit;
+#[path = "../custom_section.rs"]
+mod custom_section;
 // The bench's; load_now is the bench's alone.
 #[allow(dead_code)]
 #[path = "../machine.rs"]
@@ -176,6 +178,10 @@ fn main() -> ExitCode {
             }
         };
     }
+    if args.peek().is_some_and(|a| a == "audit") {
+        args.next();
+        return audit_command(args.next());
+    }
     let config = match parse_args(&root, args) {
         Ok(config) => config,
         Err(error) => {
@@ -191,6 +197,35 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     })
+}
+
+/// `soak audit DIR`: the writes to unchanged objects in the audit log of a
+/// control plane kept after a run (`CONTROL_PLANE_KEEP_DIR=1`), so a run's
+/// figure can be checked again.
+fn audit_command(dir: Option<String>) -> ExitCode {
+    let Some(dir) = dir else {
+        eprintln!("usage: soak audit <control plane directory, kept with CONTROL_PLANE_KEEP_DIR=1>");
+        return ExitCode::from(2);
+    };
+    match audit::analyse(&Path::new(&dir).join("audit.log"), OPERATOR_USER) {
+        Ok(writes) => {
+            println!(
+                "{} successful writes by {OPERATOR_USER}; writes to unchanged objects: by it {}, by others {}; refused by code {:?}",
+                writes.by_operator,
+                writes.unchanged_by(OPERATOR_USER),
+                writes.unchanged.values().sum::<usize>() - writes.unchanged_by(OPERATOR_USER),
+                writes.refused_by_code
+            );
+            for ((user, resource), count) in &writes.unchanged {
+                println!("  {user} {resource}: {count}");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 /// Runs `work` on a two-thread runtime; an error is printed (and is None).
@@ -271,7 +306,7 @@ impl Modules {
             std::fs::write(path, bytes).map_err(|e| SoakError::io(format!("writing {}", path.display()), e))
         };
         write(&a, &bytes)?;
-        write(&b, &with_custom_section(bytes, "soak-version", b"b"))?;
+        write(&b, &custom_section::with_custom_section(bytes, "soak-version", b"b"))?;
         let modules = Modules { watched: dir.join("memcached.wasm"), good: [a, b], failing };
         modules.install(&modules.good[0])?;
         Ok(modules)
@@ -285,30 +320,6 @@ impl Modules {
             .map(|_| ())
             .map_err(|e| SoakError::io(format!("installing {}", version.display()), e))
     }
-}
-
-/// `bytes` (a component) with a custom section appended: still a valid
-/// component, the same code, another digest.
-fn with_custom_section(mut bytes: Vec<u8>, name: &str, payload: &[u8]) -> Vec<u8> {
-    fn leb128(mut n: usize, out: &mut Vec<u8>) {
-        loop {
-            let byte = (n & 0x7f) as u8;
-            n >>= 7;
-            if n == 0 {
-                out.push(byte);
-                return;
-            }
-            out.push(byte | 0x80);
-        }
-    }
-    let mut body = Vec::new();
-    leb128(name.len(), &mut body);
-    body.extend_from_slice(name.as_bytes());
-    body.extend_from_slice(payload);
-    bytes.push(0);
-    leb128(body.len(), &mut bytes);
-    bytes.extend_from_slice(&body);
-    bytes
 }
 
 /// `sha256:<hex>` of a file, as module_info labels it.
@@ -606,8 +617,24 @@ async fn run(root: &Path, config: &Config) -> Result<bool, SoakError> {
         std::fs::create_dir_all(parent).map_err(|e| SoakError::io(format!("creating {}", parent.display()), e))?;
     }
     std::fs::write(&config.out, &text).map_err(|e| SoakError::io(format!("writing {}", config.out.display()), e))?;
-    progress(&format!("table written to {}; logs in {}", config.out.display(), dir.display()));
+    write_rss_samples(dir, soak_started, &replicas)?;
+    progress(&format!("table written to {}; logs and RSS samples in {}", config.out.display(), dir.display()));
     Ok(met)
+}
+
+/// Every RSS sample of every process, `rss.csv` beside its logs: the drift
+/// in the table is two medians; the whole series tells a leak from a
+/// burst.
+fn write_rss_samples(dir: &Path, started: Instant, replicas: &[replicas::Replica]) -> Result<(), SoakError> {
+    let mut csv = String::from("process,seconds_since_soak_start,rss_kib,leading\n");
+    for incarnation in replicas.iter().flat_map(|r| &r.incarnations) {
+        for (at, kib, leading) in &incarnation.rss {
+            let seconds = at.checked_duration_since(started).map_or(0.0, |d| d.as_secs_f64());
+            csv.push_str(&format!("{},{seconds:.1},{kib},{leading}\n", incarnation.identity));
+        }
+    }
+    let path = dir.join("rss.csv");
+    std::fs::write(&path, csv).map_err(|e| SoakError::io(format!("writing {}", path.display()), e))
 }
 
 fn commit(root: &Path) -> String {
