@@ -457,6 +457,49 @@ async fn a_swap_to_a_version_nothing_compiled_goes_live_within_the_shipped_limit
     assert!(worst <= shipped_tmp_size_limit() * 3 / 4, "the emptyDir holds the kept versions with a quarter to spare");
 }
 
+/// In tiers (`--compile-strategy=tiered`): the new version goes live on
+/// baseline code, its optimized code replaces it in place, and the pod holds
+/// both compiles (one of each may run at once) within the shipped limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_tiers_a_swap_goes_live_on_baseline_code_and_is_tiered_up_within_the_shipped_limit() {
+    let _turn = MEMCACHED_LOGIC_MODULE.lock().await;
+    let scene = Scene::new("swap-tiers").await;
+    let ns = &scene.ns;
+    ns.create_memcached("cache", json!({"replicas": 1})).await;
+    let args = ["--leader-elect=false", "--compile-strategy=tiered"];
+    let Some(operator) = Operator::start(ns, "tiered", &scene.registry.address, &args) else { return };
+    scene.wait_replicas("cache", 1).await;
+
+    let v2 = memcached_with_mark("tiered");
+    scene.point_at(&scene.publish(v2.clone(), "v2").await).await;
+    scene
+        .wait_status("v2 verified and active", |s| {
+            operator.assert_alive();
+            has(s, "Verified", "True", "Verified") && has(s, "Active", "True", "Serving")
+        })
+        .await;
+    operator
+        .wait_log("compiled a module version's baseline code in a child process", |l| l["digest"] == digest(&v2))
+        .await;
+    operator.wait_log("a version's optimized code replaced its baseline code", |l| l["digest"] == digest(&v2)).await;
+    ns.set_spec("cache", json!({"replicas": 2})).await;
+    scene.wait_replicas("cache", 2).await;
+    operator.assert_alive();
+    operator.report("after the swap in tiers");
+    assert!(
+        operator.cgroup.peak_bytes() < shipped_memory_limit(),
+        "both compiles and the operator stayed under the limit"
+    );
+    let compiled: Vec<_> = std::fs::read_dir(cache_dir("tiered"))
+        .expect("the compile cache")
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(!compiled.iter().any(|name| name.ends_with(".baseline")), "no baseline code kept: {compiled:?}");
+    let cwasm = compiled.iter().filter(|name| name.ends_with(".cwasm")).count();
+    assert_eq!(cwasm, 2, "v1's copy and v2's optimized code: {compiled:?}");
+}
+
 /// The image's precompiled module is mapped from a copy in the operator's
 /// own compile cache: only the code that runs is resident (and it is page
 /// cache, not the process's memory), and the file it came from may be

@@ -83,6 +83,12 @@ pub enum HostCommand {
         /// Compile threads (RAYON_NUM_THREADS sizes the pool beyond one).
         #[arg(long, default_value_t = 1)]
         threads: usize,
+        /// Which code: baseline (Winch) or optimized (Cranelift).
+        #[arg(long, default_value = "optimized")]
+        tier: crate::modules::compiler::Tier,
+        /// A version already serves on baseline code: leave it the CPU.
+        #[arg(long)]
+        background: bool,
     },
     /// Publish a logic module to an OCI registry (CNCF wasm layout) and print
     /// its reference pinned by digest, for a LogicModule's spec.image.
@@ -109,10 +115,13 @@ impl HostCommand {
             }
             HostCommand::Precompile { output } => precompile_command(flavor, modules, &output),
             HostCommand::Push { file, reference, registry } => push_command(&file, &reference, &registry),
-            HostCommand::CompileModule { input, output, memory_limit, threads } => {
+            HostCommand::CompileModule { input, output, memory_limit, threads, tier, background } => {
                 crate::modules::compiler::quiet_panics();
-                let engine =
-                    ModuleEngine::compile_only(threads).map_err(|e| anyhow::anyhow!("setting up wasmtime: {e:#}"))?;
+                if background {
+                    crate::modules::compiler::yield_cpu();
+                }
+                let engine = ModuleEngine::compile_only(threads, tier)
+                    .map_err(|e| anyhow::anyhow!("setting up wasmtime: {e:#}"))?;
                 crate::modules::compiler::compile_in_this_process(&engine, &input, &output, memory_limit)?;
                 Ok(ExitCode::SUCCESS)
             }
@@ -259,6 +268,20 @@ pub struct CompileArgs {
     /// in the temporary directory, TMPDIR or /tmp).
     #[arg(long, env = "WASM_OPERATOR_COMPILE_CACHE_DIR", value_name = "DIR")]
     pub compile_cache_dir: Option<PathBuf>,
+    /// optimized: a version goes live once its optimized code (Cranelift) is
+    /// compiled; tiered: a version nothing compiled goes live on baseline
+    /// code (Winch, ~7-15x quicker to compile, slower to run), replaced in
+    /// place by its optimized code compiled in the background (a version
+    /// whose optimizing compile then fails goes on serving on baseline code).
+    #[arg(long, value_enum, env = "WASM_OPERATOR_COMPILE_STRATEGY", default_value_t = CompileStrategy::Optimized)]
+    pub compile_strategy: CompileStrategy,
+}
+
+/// How a version nothing has compiled gets its code (`--compile-strategy`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CompileStrategy {
+    Tiered,
+    Optimized,
 }
 
 impl CompileArgs {
@@ -530,8 +553,12 @@ pub fn run_command(flavor: &Flavor, module_args: &ModuleArgs, args: RunArgs) -> 
 
 /// The engine `run` loads modules on: every compile in a child process.
 pub fn run_engine(args: &RunArgs) -> Result<ModuleEngine> {
-    ModuleEngine::compiling_out_of_process(args.compile.options()?)
-        .map_err(|e| anyhow::anyhow!("setting up wasmtime: {e:#}"))
+    let options = args.compile.options()?;
+    match args.compile.compile_strategy {
+        CompileStrategy::Tiered => ModuleEngine::compiling_in_tiers(options),
+        CompileStrategy::Optimized => ModuleEngine::compiling_out_of_process(options),
+    }
+    .map_err(|e| anyhow::anyhow!("setting up wasmtime: {e:#}"))
 }
 
 fn init_logging(format: LogFormat) {

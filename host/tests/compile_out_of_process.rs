@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use wasm_operator::modules::compiler::CompileOptions;
+use wasm_operator::modules::compiler::{CompileOptions, Tier};
 use wasm_operator::modules::{LogicModule, ModuleEngine, ModuleSource};
 use wasm_operator::resident_pages;
 
@@ -154,6 +154,84 @@ fn a_mapped_versions_code_pages_are_released_and_it_still_runs() {
     assert_eq!(resident(), 0);
     assert_eq!(run(), "greeting", "mapped again from the file on its next call");
     assert!(resident() > 0);
+    drop(module);
+    let _ = std::fs::remove_dir_all(&options.cache_dir);
+}
+
+fn memcached() -> Vec<u8> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/memcached.wasm");
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{} ({e}): `make build` builds it", path.display()))
+}
+
+/// What the module answers for one Greeting: the same for either tier.
+fn desired_of(module: &LogicModule) -> Vec<String> {
+    let parent = r#"{"apiVersion":"example.c5c3.io/v1","kind":"Greeting","metadata":{"name":"hello","namespace":"default","uid":"u-1","generation":1},"spec":{"message":"hi"}}"#;
+    module.reconciler().and_then(|mut r| r.desired(parent, &[], &[])).expect("desired state")
+}
+
+fn wait_for_tier(module: &LogicModule, tier: Tier) {
+    let started = std::time::Instant::now();
+    while module.tier() != tier {
+        assert!(started.elapsed() < Duration::from_secs(120), "still on {:?} after 120 s", module.tier());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// In tiers, a version nothing compiled serves on baseline code at once;
+/// its optimized code replaces it in place, answers the same, and is the
+/// only code the cache keeps, so the next load of the version maps it.
+#[test]
+fn in_tiers_a_version_serves_on_baseline_code_until_its_optimized_code_replaces_it() {
+    let options = options("tiers");
+    let engine = ModuleEngine::compiling_in_tiers(options.clone()).expect("an engine");
+    let module = load(&engine, &greeting()).expect("compiled to baseline code in a child");
+    assert_eq!(module.tier(), Tier::Baseline);
+    let on_baseline = desired_of(&module);
+    assert!(!on_baseline.is_empty());
+
+    wait_for_tier(&module, Tier::Optimized);
+    assert_eq!(desired_of(&module), on_baseline, "the same answer on optimized code");
+    let files = compiled_files(&options);
+    assert_eq!(files.len(), 1, "the optimized code only, no baseline file or input left: {files:?}");
+    assert!(files[0].extension().is_some_and(|e| e == "cwasm"), "{files:?}");
+
+    let again = ModuleEngine::compiling_in_tiers(options.clone()).expect("an engine");
+    let reloaded = load(&again, &greeting()).expect("mapped from the cache");
+    assert_eq!(reloaded.tier(), Tier::Optimized, "a version compiled before loads on its optimized code");
+    assert_eq!(desired_of(&reloaded), on_baseline);
+    drop((module, reloaded));
+    let _ = std::fs::remove_dir_all(&options.cache_dir);
+}
+
+/// The optimizing compile failing (here out of time: Winch compiles the
+/// Memcached module in a fraction of a second, Cranelift in several) leaves
+/// the version serving on its baseline code; a compile that fails at the
+/// first tier refuses the version as before, naming the cause.
+#[test]
+fn in_tiers_a_failed_optimizing_compile_leaves_the_version_on_baseline_code() {
+    let options = CompileOptions { timeout: Duration::from_millis(2500), ..options("tier-fails") };
+    let engine = ModuleEngine::compiling_in_tiers(options.clone()).expect("an engine");
+    let module = LogicModule::from_bytes(&engine, ModuleSource::BuiltIn("memcached"), &memcached(), false)
+        .expect("compiled to baseline code within the timeout");
+    assert_eq!(module.tier(), Tier::Baseline);
+    // The background compile runs out of its 2.5 s, with a margin.
+    std::thread::sleep(Duration::from_secs(6));
+    assert_eq!(module.tier(), Tier::Baseline, "still serving, on baseline code");
+    assert_eq!(module.reconciler().and_then(|mut r| r.manifest()).expect("it runs").name, "memcached");
+    assert!(compiled_files(&options).is_empty(), "nothing cached: {:?}", compiled_files(&options));
+
+    let small = CompileOptions { memory_limit: Some(1 << 20), ..options.clone() };
+    let engine = ModuleEngine::compiling_in_tiers(small).expect("an engine");
+    let error = load(&engine, &greeting_marked("small-tiered")).map(drop).expect_err("refused");
+    assert_eq!(error.reason(), "CompileFailed");
+    assert!(error.to_string().contains("more memory than its bound of 1 MiB"), "{error}");
+
+    // Invalid WebAssembly: neither compiler takes it; the module is at fault.
+    let engine = ModuleEngine::compiling_in_tiers(options.clone()).expect("an engine");
+    let mut broken = greeting();
+    broken.truncate(broken.len() / 2);
+    let error = load(&engine, &broken).map(drop).expect_err("refused");
+    assert_eq!(error.reason(), "LoadFailed", "{error}");
     drop(module);
     let _ = std::fs::remove_dir_all(&options.cache_dir);
 }

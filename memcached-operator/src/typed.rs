@@ -6,7 +6,7 @@ use std::path::Path;
 
 use wasm_operator::modules::{
     CallError, CallResult, CallState, FieldError, LoadError, LogicError, LogicModule, ModuleEngine, ModuleSource,
-    failure,
+    call_store, failure,
 };
 use wasmtime::Store;
 
@@ -47,7 +47,7 @@ impl MemcachedModule {
     }
 
     pub fn new(module: LogicModule) -> Result<Self, TypedLoadError> {
-        let pre = bindings::MemcachedLogicPre::new(module.instance_pre().clone())
+        let pre = bindings::MemcachedLogicPre::new(module.instance_pre())
             .map_err(|error| TypedLoadError::NotMemcached { source_name: module.source().clone(), error })?;
         Ok(Self { module, pre })
     }
@@ -64,7 +64,7 @@ impl MemcachedModule {
     /// A fresh instance of the typed interface in its own store. Use one per
     /// call (or per command): a trap poisons only this instance.
     pub fn instance(&self) -> CallResult<Instance> {
-        let mut store = self.module.engine().store();
+        let mut store = call_store(self.pre.engine());
         let bindings = self.pre.instantiate(&mut store).map_err(|error| failure(&store, error))?;
         Ok(Instance { store, bindings })
     }

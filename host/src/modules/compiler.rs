@@ -10,6 +10,13 @@
 //! code into an on-disk cache keyed by the component's digest, which the
 //! operator maps (`Component::deserialize_file`): a compile that fails, runs
 //! out of memory or time is an error for that version only.
+//!
+//! In tiers (`--compile-strategy=tiered`), a version nothing has compiled
+//! is first compiled to baseline code (Winch, a fraction of a second), on
+//! which it is checked and goes live, while its optimized code (Cranelift)
+//! is compiled by a second child at a lower CPU priority and then replaces
+//! the baseline code in place (`logic_module.rs`). Only optimized code is
+//! kept in the cache: the baseline file is unlinked once mapped.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -40,6 +47,47 @@ pub struct CompileOptions {
     pub keep: usize,
 }
 
+/// Which code a compile makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tier {
+    /// Winch: quick to compile, a little slower to run; a new version
+    /// serves on it until its optimized code is ready.
+    Baseline,
+    /// Cranelift: what every version runs on in the end.
+    Optimized,
+}
+
+impl Tier {
+    pub fn name(self) -> &'static str {
+        match self {
+            Tier::Baseline => "baseline",
+            Tier::Optimized => "optimized",
+        }
+    }
+}
+
+impl std::str::FromStr for Tier {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "baseline" => Ok(Tier::Baseline),
+            "optimized" => Ok(Tier::Optimized),
+            _ => Err(format!("{text:?} is not a tier (baseline or optimized)")),
+        }
+    }
+}
+
+/// Whether a compile is waited for, or runs beside serving.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Urgency {
+    /// Something waits for it: a version to load or check.
+    Waited,
+    /// A version already serves on baseline code: the compile yields the
+    /// CPU to the operator (a higher nice value).
+    Background,
+}
+
 /// Compiled versions kept, on disk here and in memory by the hot swap
 /// (`hot_swap.rs`), so going back to one costs no compile.
 pub const KEEP_COMPILED: usize = 4;
@@ -66,42 +114,115 @@ pub enum CompileError {
     Load { path: PathBuf, error: wasmtime::Error },
 }
 
+fn millis(since: Instant) -> u64 {
+    u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
 fn mebibytes(bytes: u64) -> String {
     format!("{} MiB", bytes >> 20)
 }
 
 /// Compiles in child processes, one at a time (so the pod holds at most one
-/// compile's memory beside the operator), into `options.cache_dir`.
+/// compile's memory beside the operator), into `options.cache_dir`. A
+/// baseline compile, far smaller, does not wait for an optimizing one
+/// running in the background: a new version goes live while the last one's
+/// optimized code is still being compiled.
 pub(crate) struct OutOfProcess {
     options: CompileOptions,
     one_at_a_time: Mutex<()>,
+    one_baseline_at_a_time: Mutex<()>,
 }
 
 impl OutOfProcess {
     pub(crate) fn new(options: CompileOptions) -> Self {
-        Self { options, one_at_a_time: Mutex::new(()) }
+        Self { options, one_at_a_time: Mutex::new(()), one_baseline_at_a_time: Mutex::new(()) }
     }
 
     /// The component `bytes` (digest `digest`) compiled for `engine`: from
     /// the cache, or compiled now by a child and cached.
     pub(crate) fn compile(&self, engine: &Engine, digest: &str, bytes: &[u8]) -> Result<Component, CompileError> {
+        self.compile_optimized(engine, digest, bytes, Urgency::Waited)
+    }
+
+    /// As [`Self::compile`], for a version already serving on baseline
+    /// code: the child runs at a lower CPU priority.
+    pub(crate) fn compile_in_background(
+        &self,
+        engine: &Engine,
+        digest: &str,
+        bytes: &[u8],
+    ) -> Result<Component, CompileError> {
+        self.compile_optimized(engine, digest, bytes, Urgency::Background)
+    }
+
+    /// The optimized code of `digest` if the cache holds it. Not in turn
+    /// with a compile: files only ever appear there whole (renamed into
+    /// place), so one is read whole or not at all.
+    pub(crate) fn cached(&self, engine: &Engine, digest: &str) -> Option<Component> {
+        load_cached(engine, &self.cached_path(engine, digest))
+    }
+
+    fn compile_optimized(
+        &self,
+        engine: &Engine,
+        digest: &str,
+        bytes: &[u8],
+        urgency: Urgency,
+    ) -> Result<Component, CompileError> {
         let path = self.cached_path(engine, digest);
         let _turn = self.one_at_a_time.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(component) = load_cached(engine, &path) {
             return Ok(component);
         }
-        std::fs::create_dir_all(&self.options.cache_dir)
-            .map_err(|error| CompileError::Cache { path: self.options.cache_dir.clone(), error })?;
-        let input = self.options.cache_dir.join(format!(".{}-{}.wasm", file_stem(digest), std::process::id()));
-        std::fs::write(&input, bytes).map_err(|error| CompileError::Cache { path: input.clone(), error })?;
         let started = Instant::now();
-        let compiled = self.run_child(&input, &path);
-        let _ = std::fs::remove_file(&input);
-        compiled?;
-        tracing::info!(digest, took_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX), file = %path.display(), "compiled a module version in a child process");
+        self.compile_to(digest, bytes, &path, Tier::Optimized, urgency)?;
+        tracing::info!(digest, took_ms = millis(started), file = %path.display(), background = urgency == Urgency::Background, "compiled a module version in a child process");
         let component = load(engine, &path)?;
         self.evict_beyond_kept();
         Ok(component)
+    }
+
+    /// Baseline code of `bytes` for `engine` (a Winch engine), compiled now
+    /// by a child. Mapped, then unlinked: the cache keeps optimized code only,
+    /// and the mapping outlives the name.
+    pub(crate) fn compile_baseline(
+        &self,
+        engine: &Engine,
+        digest: &str,
+        bytes: &[u8],
+    ) -> Result<Component, CompileError> {
+        let _turn = self.one_baseline_at_a_time.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let path = self.options.cache_dir.join(format!(".{}-{}.baseline", file_stem(digest), std::process::id()));
+        let started = Instant::now();
+        self.compile_to(digest, bytes, &path, Tier::Baseline, Urgency::Waited)?;
+        let component = load(engine, &path);
+        let _ = std::fs::remove_file(&path);
+        tracing::info!(
+            digest,
+            took_ms = millis(started),
+            "compiled a module version's baseline code in a child process"
+        );
+        component
+    }
+
+    /// Runs a child compiling `bytes` into `output`, the input in a file
+    /// beside it for the time of the compile.
+    fn compile_to(
+        &self,
+        digest: &str,
+        bytes: &[u8],
+        output: &Path,
+        tier: Tier,
+        urgency: Urgency,
+    ) -> Result<(), CompileError> {
+        std::fs::create_dir_all(&self.options.cache_dir)
+            .map_err(|error| CompileError::Cache { path: self.options.cache_dir.clone(), error })?;
+        let input =
+            self.options.cache_dir.join(format!(".{}-{}-{}.wasm", file_stem(digest), std::process::id(), tier.name()));
+        std::fs::write(&input, bytes).map_err(|error| CompileError::Cache { path: input.clone(), error })?;
+        let compiled = self.run_child(&input, output, tier, urgency);
+        let _ = std::fs::remove_file(&input);
+        compiled
     }
 
     /// Native code this binary's `precompile` wrote (digest `digest`),
@@ -142,9 +263,13 @@ impl OutOfProcess {
         self.options.cache_dir.join(format!("{}-{:016x}.cwasm", file_stem(digest), hasher.finish()))
     }
 
-    fn run_child(&self, input: &Path, output: &Path) -> Result<(), CompileError> {
+    fn run_child(&self, input: &Path, output: &Path, tier: Tier, urgency: Urgency) -> Result<(), CompileError> {
         let mut command = Command::new(&self.options.program);
         command.arg("compile-module").arg("--input").arg(input).arg("--output").arg(output);
+        command.arg("--tier").arg(tier.name());
+        if urgency == Urgency::Background {
+            command.arg("--background");
+        }
         if let Some(limit) = self.options.memory_limit {
             command.arg("--memory-limit").arg(limit.to_string());
         }
@@ -310,6 +435,15 @@ pub fn compile_in_this_process(
 /// If the pod runs out of memory anyway, the kernel picks this process, not
 /// the operator serving beside it (raising one's own score needs no
 /// privilege).
+/// A background compile (a version already serving on baseline code)
+/// leaves the CPU to the operator: nice 10, as far as the kernel allows.
+pub fn yield_cpu() {
+    // SAFETY: setpriority takes plain integers; 0 is this process.
+    if unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 10) } != 0 {
+        tracing::debug!(error = %std::io::Error::last_os_error(), "cannot lower the compile's priority");
+    }
+}
+
 fn be_killed_first() {
     if let Err(error) = std::fs::write("/proc/self/oom_score_adj", "1000") {
         tracing::debug!(error = %error, "cannot raise oom_score_adj");

@@ -6,14 +6,15 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use arc_swap::ArcSwap;
 use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, ComponentExportIndex, Instance, InstancePre, Linker};
 use wasmtime::{Engine, Store, Trap};
 
 use super::answer::{BoundedText, BoundedTexts, RefusedAnswer};
-use super::compiler::CompileError;
-use super::contract::{self, ContractError};
-use super::engine::{CallState, DEADLINE, DEADLINE_TICKS, MEMORY_LIMIT_BYTES, ModuleEngine};
+use super::compiler::{CompileError, OutOfProcess, Tier};
+use super::contract::{self, Checked, ContractError};
+use super::engine::{CallState, DEADLINE, DEADLINE_TICKS, MEMORY_LIMIT_BYTES, ModuleEngine, call_store};
 use super::module_log::ModuleLog;
 use super::wasi;
 
@@ -206,15 +207,58 @@ pub struct LogicModule {
     digest: String,
     /// The contract export it was bound through, with its version.
     contract: String,
+    /// Its compiled code. Baseline code is replaced here, once, by the
+    /// optimized code of the same bytes (a tiered compile, `compiler.rs`):
+    /// a call takes what is here when its instance is made.
+    code: Arc<ArcSwap<Code>>,
+    manifest: Arc<Manifest>,
+    /// Whether it imports WASI: its calls then run off the async runtime.
+    imports_wasi: bool,
+}
+
+/// A version's compiled code, pre-linked, and where its exports are.
+struct Code {
     instance_pre: InstancePre<CallState>,
     indices: bindings::LogicModuleIndices,
     /// `desired` and `status`, called through [`BoundedTexts`] and
     /// [`BoundedText`] (`answer.rs`) rather than the bindings' own types.
     desired_export: ComponentExportIndex,
     status_export: ComponentExportIndex,
-    manifest: Arc<Manifest>,
-    /// Whether it imports WASI: its calls then run off the async runtime.
-    imports_wasi: bool,
+    tier: Tier,
+}
+
+impl Code {
+    /// `component` checked against the contract and linked.
+    fn link(component: &Component, source: &ModuleSource, tier: Tier) -> Result<(Self, Checked), LoadError> {
+        let engine = component.engine();
+        let checked = contract::check(engine, component)
+            .map_err(|error| LoadError::Contract { source_name: source.clone(), error })?;
+        let mut linker: Linker<CallState> = Linker::new(engine);
+        if checked.imports_wasi {
+            wasi::link(&mut linker).map_err(|error| LoadError::Link { source_name: source.clone(), error })?;
+        }
+        if checked.imports_log {
+            bindings::wasm_operator::controller::log::add_to_linker::<CallState, wasmtime::component::HasSelf<CallState>>(
+                &mut linker,
+                |state| state,
+            )
+            .map_err(|error| LoadError::Link { source_name: source.clone(), error })?;
+        }
+        let instance_pre = linker
+            .instantiate_pre(component)
+            .map_err(|error| LoadError::Link { source_name: source.clone(), error })?;
+        let indices = bindings::LogicModuleIndices::new(&instance_pre)
+            .map_err(|error| LoadError::Link { source_name: source.clone(), error })?;
+        let export = |name: &str| {
+            let interface = component.get_export_index(None, &checked.export);
+            component.get_export_index(interface.as_ref(), name).ok_or_else(|| LoadError::Link {
+                source_name: source.clone(),
+                error: wasmtime::Error::msg(format!("{} exports no {name}", checked.export)),
+            })
+        };
+        let (desired_export, status_export) = (export("desired")?, export("status")?);
+        Ok((Self { instance_pre, indices, desired_export, status_export, tier }, checked))
+    }
 }
 
 impl std::fmt::Debug for LogicModule {
@@ -301,14 +345,85 @@ impl LogicModule {
                 Header::Other => return Err(LoadError::NotWebAssembly { source_name: source }),
             }
             match engine.compiler() {
-                Some(compiler) => compiler
-                    .compile(engine.engine(), &digest, bytes)
-                    .map_err(|error| LoadError::CompileOutOfProcess { source_name: source.clone(), error })?,
+                Some(compiler) => {
+                    if let Some(module) = Self::in_tiers(engine, compiler, &source, &digest, bytes)? {
+                        return Ok(module);
+                    }
+                    compiler
+                        .compile(engine.engine(), &digest, bytes)
+                        .map_err(|error| LoadError::CompileOutOfProcess { source_name: source.clone(), error })?
+                }
                 None => Component::new(engine.engine(), bytes)
                     .map_err(|error| LoadError::Compile { source_name: source.clone(), error })?,
             }
         };
-        Self::from_component(engine, source, digest, &component)
+        Self::from_component(engine, source, digest, &component, Tier::Optimized)
+    }
+
+    /// With a tiered compile: the version on its optimized code if the
+    /// cache holds it, else on baseline code with its optimized code
+    /// compiled in the background. `None` when the optimizing compile is to
+    /// be waited for: the engine does not compile in tiers, or the baseline
+    /// compiler cannot compile this module.
+    fn in_tiers(
+        engine: &ModuleEngine,
+        compiler: &OutOfProcess,
+        source: &ModuleSource,
+        digest: &str,
+        bytes: &[u8],
+    ) -> Result<Option<Self>, LoadError> {
+        let Some(baseline) = engine.baseline() else { return Ok(None) };
+        if let Some(component) = compiler.cached(engine.engine(), digest) {
+            return Self::from_component(engine, source.clone(), digest.to_owned(), &component, Tier::Optimized)
+                .map(Some);
+        }
+        let component = match compiler.compile_baseline(baseline, digest, bytes) {
+            Ok(component) => component,
+            // Something of this module Winch does not compile (or load):
+            // Cranelift may, so the module is not refused for it.
+            Err(error @ (CompileError::Failed(_) | CompileError::Load { .. })) => {
+                tracing::warn!(module = %source, digest, error = %error, "the baseline compiler cannot compile this module; compiling its optimized code now");
+                return Ok(None);
+            }
+            Err(error) => return Err(LoadError::CompileOutOfProcess { source_name: source.clone(), error }),
+        };
+        let module = Self::from_component(engine, source.clone(), digest.to_owned(), &component, Tier::Baseline)?;
+        module.optimize_in_background(bytes.to_vec());
+        Ok(Some(module))
+    }
+
+    /// Compiles this version's optimized code in a child, at a lower CPU
+    /// priority, and puts it in place of the baseline code: calls already
+    /// made finish on the old code, later ones run on the new. Should the
+    /// compile fail, the version goes on serving on baseline code (the same
+    /// behaviour, a little slower), and says so.
+    fn optimize_in_background(&self, bytes: Vec<u8>) {
+        let (engine, source, digest) = (self.engine.clone(), self.source.clone(), self.digest.clone());
+        let slot = Arc::downgrade(&self.code);
+        let spawned = std::thread::Builder::new().name("wasm-tier-up".into()).spawn(move || {
+            let Some(compiler) = engine.compiler() else { return };
+            let started = std::time::Instant::now();
+            let compiled = compiler.compile_in_background(engine.engine(), &digest, &bytes);
+            drop(bytes);
+            let optimized = compiled
+                .map_err(|error| LoadError::CompileOutOfProcess { source_name: source.clone(), error })
+                .and_then(|component| Code::link(&component, &source, Tier::Optimized));
+            // Dropped meanwhile (refused, replaced): the cache keeps the code.
+            let Some(slot) = slot.upgrade() else { return };
+            match optimized {
+                Ok((code, _)) => {
+                    slot.store(Arc::new(code));
+                    let took_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+                    tracing::info!(module = %source, digest, took_ms, "a version's optimized code replaced its baseline code");
+                }
+                Err(error) => {
+                    tracing::warn!(module = %source, digest, error = %error, "the optimizing compile of a version serving on baseline code failed; it goes on serving on baseline code");
+                }
+            }
+        });
+        if let Err(error) = spawned {
+            tracing::warn!(module = %self.source, digest = self.digest, error = %error, "cannot start the optimizing compile; the version serves on baseline code");
+        }
     }
 
     fn from_component(
@@ -316,43 +431,15 @@ impl LogicModule {
         source: ModuleSource,
         digest: String,
         component: &Component,
+        tier: Tier,
     ) -> Result<Self, LoadError> {
-        let checked = contract::check(engine.engine(), component)
-            .map_err(|error| LoadError::Contract { source_name: source.clone(), error })?;
-        let mut linker: Linker<CallState> = Linker::new(engine.engine());
-        if checked.imports_wasi {
-            wasi::link(&mut linker).map_err(|error| LoadError::Link { source_name: source.clone(), error })?;
-        }
-        if checked.imports_log {
-            bindings::wasm_operator::controller::log::add_to_linker::<CallState, wasmtime::component::HasSelf<CallState>>(
-                &mut linker,
-                |state| state,
-            )
-            .map_err(|error| LoadError::Link { source_name: source.clone(), error })?;
-        }
-        let instance_pre = linker
-            .instantiate_pre(component)
-            .map_err(|error| LoadError::Link { source_name: source.clone(), error })?;
-        let indices = bindings::LogicModuleIndices::new(&instance_pre)
-            .map_err(|error| LoadError::Link { source_name: source.clone(), error })?;
-        let export = |name: &str| {
-            let component = instance_pre.component();
-            let interface = component.get_export_index(None, &checked.export);
-            component.get_export_index(interface.as_ref(), name).ok_or_else(|| LoadError::Link {
-                source_name: source.clone(),
-                error: wasmtime::Error::msg(format!("{} exports no {name}", checked.export)),
-            })
-        };
-        let (desired_export, status_export) = (export("desired")?, export("status")?);
+        let (code, checked) = Code::link(component, &source, tier)?;
         let mut module = Self {
             engine: engine.clone(),
             source,
             digest,
             contract: checked.export,
-            instance_pre,
-            indices,
-            desired_export,
-            status_export,
+            code: Arc::new(ArcSwap::from_pointee(code)),
             manifest: Arc::new(empty_manifest()),
             imports_wasi: checked.imports_wasi,
         };
@@ -395,8 +482,14 @@ impl LogicModule {
     /// Where its compiled code lies in this process's memory: mapped from
     /// its precompiled file when it was loaded from one.
     pub fn code_range(&self) -> std::ops::Range<usize> {
-        let range = self.instance_pre.component().image_range();
+        let range = self.code.load().instance_pre.component().image_range();
         range.start as usize..range.end as usize
+    }
+
+    /// Which code it runs on now: baseline until a tiered compile's
+    /// optimized code replaces it.
+    pub fn tier(&self) -> Tier {
+        self.code.load().tier
     }
 
     /// The contract interface it exports, with its version
@@ -418,23 +511,25 @@ impl LogicModule {
         &self.engine
     }
 
-    /// The pre-linked component, for hosts binding more of its exports
-    /// (`memcached-operator`'s typed interface).
-    pub fn instance_pre(&self) -> &InstancePre<CallState> {
-        &self.instance_pre
+    /// The pre-linked component (its code now), for hosts binding more of
+    /// its exports (`memcached-operator`'s typed interface); a store for it
+    /// comes from [`call_store`] on its engine.
+    pub fn instance_pre(&self) -> InstancePre<CallState> {
+        self.code.load().instance_pre.clone()
     }
 
     /// A fresh instance of the reconciler, in its own store.
     pub fn reconciler(&self) -> CallResult<Reconciler> {
-        let mut store = self.engine.store();
-        let instance = self.instance_pre.instantiate(&mut store).map_err(|error| failure(&store, error))?;
-        let bindings = self.indices.load(&mut store, &instance).map_err(|error| failure(&store, error))?;
+        let code = self.code.load();
+        let mut store = call_store(code.instance_pre.engine());
+        let instance = code.instance_pre.instantiate(&mut store).map_err(|error| failure(&store, error))?;
+        let bindings = code.indices.load(&mut store, &instance).map_err(|error| failure(&store, error))?;
         Ok(Reconciler {
             store,
             bindings,
             instance,
-            desired_export: self.desired_export,
-            status_export: self.status_export,
+            desired_export: code.desired_export,
+            status_export: code.status_export,
             imports_wasi: self.imports_wasi,
         })
     }

@@ -2,9 +2,11 @@
 //! (`wit/controller`), and calling it, one fresh instance per call.
 //!
 //! - `engine`: the one wasmtime `Engine` every module of a process shares
-//!   (pooling allocator, epoch deadline, memory limit).
+//!   (pooling allocator, epoch deadline, memory limit), and with a tiered
+//!   compile a second one for baseline code.
 //! - `compiler`: new versions compiled by a child process under a memory
-//!   bound and a deadline, into an on-disk cache the operator maps.
+//!   bound and a deadline, into an on-disk cache the operator maps; in
+//!   tiers, baseline code first and optimized code in the background.
 //! - `answer`: a module's answer bounded as it crosses the component
 //!   boundary (objects, bytes, UTF-8), and refused answers' reasons.
 //! - `contract`: what a component must export and may import, checked
@@ -33,7 +35,7 @@ mod wasi;
 
 pub use answer::{MAX_ANSWER_BYTES, MAX_DEPTH, MAX_OBJECTS, Refusal, RefusedAnswer, check_bounds, check_status, parse};
 pub use contract::{CONTRACT, CONTRACT_MAJOR, CONTRACT_VERSION, ContractError};
-pub use engine::{CallState, DEADLINE, MEMORY_LIMIT_BYTES, ModuleEngine};
+pub use engine::{CallState, DEADLINE, MEMORY_LIMIT_BYTES, ModuleEngine, call_store};
 pub use logic_module::{
     CallError, CallResult, FieldError, KindInfo, LoadError, LogicError, LogicModule, Manifest, ModuleSource, ObjectRef,
     Reconciler, digest, failure,
