@@ -302,11 +302,14 @@ bench-plan: $(HOST) $(TEST_MODULE) target/greeting-v2.wasm
 	PLAN_COUNTS=$(PLAN_COUNTS) bash scripts/bench-plan.sh
 
 ## bench-swap: how long a new module version takes to go live (cold and warm compile cache), and the
-## dry run's cost per parent, with 1000 parents (COUNTS=100,1000 for more sizes; not part of make test)
+## dry run's cost per parent, with 1000 parents (SWAP_COUNTS=100,1000 for more sizes; SWAP_MODULE=memcached
+## for the Memcached module; SWAP_STRATEGIES=tiered,optimized for both compile strategies; not part of make test)
 SWAP_COUNTS ?= 1000
-bench-swap: $(HOST) $(TEST_MODULE) target/greeting-v2.wasm target/greeting-v1-rebuilt.wasm
+SWAP_MODULE ?= greeting
+SWAP_STRATEGIES ?= tiered,optimized
+bench-swap: $(HOST) $(WASM) $(TEST_MODULE) target/greeting-v2.wasm target/greeting-v1-rebuilt.wasm
 	$(CARGO) build --release -p memcached-e2e --bin bench-swap
-	target/release/bench-swap --counts $(SWAP_COUNTS)
+	target/release/bench-swap --module $(SWAP_MODULE) --counts $(SWAP_COUNTS) --strategies $(SWAP_STRATEGIES)
 
 ## bench-compile: peak memory and time of compiling each module in the child process `run` uses
 ## (1 and 2 compile threads; BASELINE=path/to/older/wasm-operator runs its in-process precompile beside it)
