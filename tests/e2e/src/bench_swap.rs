@@ -242,8 +242,15 @@ async fn create_parents(plane: &ControlPlane, subject: Subject, count: usize) ->
     let admin = plane.client(User::Admin).await?;
     let resource = match subject {
         Subject::Greeting => {
-            let crd = std::fs::read_to_string(control_plane::repo_root().join("tests/modules/greeting/crd.yaml"))?;
-            plane.apply_yaml(&crd).await?;
+            // The module ships its CRD: `wasm-operator crd` prints it.
+            let root = control_plane::repo_root();
+            let crd = Command::new(root.join("target/release/wasm-operator"))
+                .args(["--module", &root.join("target/greeting.wasm").display().to_string(), "crd"])
+                .output()?;
+            if !crd.status.success() {
+                return Err(format!("wasm-operator crd: {}", String::from_utf8_lossy(&crd.stderr)).into());
+            }
+            plane.apply_yaml(&String::from_utf8_lossy(&crd.stdout)).await?;
             greetings()
         }
         Subject::Memcached => {
