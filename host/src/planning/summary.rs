@@ -39,19 +39,6 @@ impl Summary {
         self.both_fail += usize::from(parent.both_fail());
     }
 
-    /// Counts in another summary's parents (a plan computed in parts).
-    pub fn merge(&mut self, other: &Summary) {
-        self.parents += other.parents;
-        self.changed += other.changed;
-        self.created += other.created;
-        self.updated += other.updated;
-        self.deleted += other.deleted;
-        self.unmanaged += other.unmanaged;
-        self.status_changes += other.status_changes;
-        self.failures += other.failures;
-        self.both_fail += other.both_fail;
-    }
-
     /// `9 parents (Greeting): 3 changed: ...`, one line.
     pub fn line(&self, kind: &str) -> String {
         summary_line(self, kind).trim_end().to_owned()

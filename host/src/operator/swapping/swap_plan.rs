@@ -9,7 +9,6 @@
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use kube::Resource;
 use serde::{Deserialize, Serialize};
@@ -74,71 +73,25 @@ pub fn plan_swap(
     };
     // In namespace and name order: the parents named are the same on every run.
     let mut parents: Vec<Arc<CachedObject>> = ctx.parents.state();
-    parents.retain(|p| p.meta().deletion_timestamp.is_none());
     parents.sort_by(|a, b| (&a.meta().namespace, &a.meta().name).cmp(&(&b.meta().namespace, &b.meta().name)));
-    // The parents in contiguous parts, one per core: each call is pure and
-    // on a fresh instance, so the parts run side by side; a part stops once
-    // the plan as a whole has more regressions than allowed.
-    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get).clamp(1, MAX_THREADS);
-    let part = parents.len().div_ceil(threads).max(1);
-    let regressions = AtomicUsize::new(0);
-    let tallies: Vec<Tally> = std::thread::scope(|scope| {
-        let parts: Vec<_> = parents
-            .chunks(part)
-            .map(|parents| {
-                let regressions = &regressions;
-                let (active, candidate) = ((active, &active_kinds), (candidate, &candidate_kinds));
-                scope.spawn(move || {
-                    let mut tally = Tally::default();
-                    for parent in parents {
-                        if regressions.load(Ordering::Relaxed) > failures_allowed {
-                            break;
-                        }
-                        let planned = plan_parent(ctx, parent, active, candidate, now);
-                        if planned.fails() {
-                            regressions.fetch_add(1, Ordering::Relaxed);
-                        }
-                        tally.add(&planned);
-                    }
-                    tally
-                })
-            })
-            .collect();
-        parts.into_iter().map(|part| part.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
-    });
-    for tally in tallies {
-        plan.summary.merge(&tally.summary);
-        plan.regressions.extend(tally.regressions);
-        let room = PARENTS_NAMED.saturating_sub(plan.changed_parents.len());
-        plan.changed_parents.extend(tally.changed_parents.into_iter().take(room));
-    }
-    Ok(plan)
-}
-
-/// Most threads a dry run takes: beyond a few, the API server's and the
-/// operator's other work have nothing left.
-const MAX_THREADS: usize = 4;
-
-/// What a part of the parents adds to a plan.
-#[derive(Default)]
-struct Tally {
-    summary: Summary,
-    changed_parents: Vec<String>,
-    regressions: Vec<String>,
-}
-
-impl Tally {
-    fn add(&mut self, planned: &ParentPlan) {
-        self.summary.add(planned);
-        let name = || format!("{}/{}", planned.namespace, planned.name);
+    for parent in parents.iter().filter(|p| p.meta().deletion_timestamp.is_none()) {
+        let planned = plan_parent(ctx, parent, (active, &active_kinds), (candidate, &candidate_kinds), now);
+        plan.summary.add(&planned);
+        let name = format!("{}/{}", planned.namespace, planned.name);
         if planned.fails() {
             let why = planned.new_error.as_ref().map_or_else(String::new, |e| e.message.clone());
-            self.regressions.push(format!("{}: {why}", name()));
+            plan.regressions.push(format!("{name}: {why}"));
+            // Enough to refuse: a module that loops would cost its
+            // deadline on every parent.
+            if plan.regressions.len() > failures_allowed {
+                break;
+            }
         }
-        if planned.changed() && self.changed_parents.len() < PARENTS_NAMED {
-            self.changed_parents.push(name());
+        if planned.changed() && plan.changed_parents.len() < PARENTS_NAMED {
+            plan.changed_parents.push(name);
         }
     }
+    Ok(plan)
 }
 
 /// One parent through both versions, on the inputs the caches give each
