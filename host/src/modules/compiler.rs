@@ -114,7 +114,8 @@ pub enum CompileError {
     Load { path: PathBuf, error: wasmtime::Error },
 }
 
-fn millis(since: Instant) -> u64 {
+/// Milliseconds since `since`, for a log field.
+pub(crate) fn millis(since: Instant) -> u64 {
     u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
@@ -432,9 +433,6 @@ pub fn compile_in_this_process(
     std::fs::rename(&partial, output).with_context(|| format!("renaming {} to {}", partial.display(), output.display()))
 }
 
-/// If the pod runs out of memory anyway, the kernel picks this process, not
-/// the operator serving beside it (raising one's own score needs no
-/// privilege).
 /// A background compile (a version already serving on baseline code)
 /// leaves the CPU to the operator: nice 10, as far as the kernel allows.
 pub fn yield_cpu() {
@@ -444,6 +442,9 @@ pub fn yield_cpu() {
     }
 }
 
+/// If the pod runs out of memory anyway, the kernel picks this process, not
+/// the operator serving beside it (raising one's own score needs no
+/// privilege).
 fn be_killed_first() {
     if let Err(error) = std::fs::write("/proc/self/oom_score_adj", "1000") {
         tracing::debug!(error = %error, "cannot raise oom_score_adj");

@@ -106,16 +106,12 @@ impl ModuleEngine {
     pub fn engine(&self) -> &Engine {
         &self.engine
     }
-
-    /// A fresh store for one call (or one short sequence of calls) on the
-    /// optimized engine: its own memory limit and deadline.
-    pub fn store(&self) -> Store<CallState> {
-        call_store(&self.engine)
-    }
 }
 
-/// A fresh store on `engine` (the one the code to call was compiled for):
-/// its own memory limit and deadline.
+/// A fresh store for one call (or one short sequence of calls) on `engine`,
+/// the one the code to call was compiled for (a version's code may move
+/// from the baseline engine to the optimized one): its own memory limit and
+/// deadline.
 pub fn call_store(engine: &Engine) -> Store<CallState> {
     let mut store = Store::new(engine, CallState::default());
     store.limiter(|state| &mut state.limits);

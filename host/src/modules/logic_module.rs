@@ -12,7 +12,7 @@ use wasmtime::component::{Component, ComponentExportIndex, Instance, InstancePre
 use wasmtime::{Engine, Store, Trap};
 
 use super::answer::{BoundedText, BoundedTexts, RefusedAnswer};
-use super::compiler::{CompileError, OutOfProcess, Tier};
+use super::compiler::{CompileError, OutOfProcess, Tier, millis};
 use super::contract::{self, Checked, ContractError};
 use super::engine::{CallState, DEADLINE, DEADLINE_TICKS, MEMORY_LIMIT_BYTES, ModuleEngine, call_store};
 use super::module_log::ModuleLog;
@@ -413,7 +413,7 @@ impl LogicModule {
             match optimized {
                 Ok((code, _)) => {
                     slot.store(Arc::new(code));
-                    let took_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+                    let took_ms = millis(started);
                     tracing::info!(module = %source, digest, took_ms, "a version's optimized code replaced its baseline code");
                 }
                 Err(error) => {

@@ -28,9 +28,8 @@
 //! to serving it, and the dry run's share (every cached parent through both
 //! versions), per parent. Not a timed test: it prints a table.
 
-#[path = "custom_section.rs"]
-mod custom_section;
 mod loopback;
+mod module_versions;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
@@ -41,6 +40,7 @@ use futures::StreamExt;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use loopback::{free_port, http_get};
+use module_versions::digest_of;
 use serde_json::{Value, json};
 
 const CREATE_PARALLELISM: usize = 16;
@@ -213,7 +213,7 @@ fn versions(root: &Path, work: &Path, subject: Subject) -> Result<Versions, Erro
                 let path = work.join(format!("memcached-{mark}.wasm"));
                 std::fs::write(
                     &path,
-                    custom_section::with_custom_section(bytes.clone(), "bench-swap", mark.as_bytes()),
+                    module_versions::with_custom_section(bytes.clone(), "bench-swap", mark.as_bytes()),
                 )?;
                 Ok(path)
             };
@@ -228,14 +228,6 @@ fn replace(live: &Path, source: &Path) -> Result<Instant, Error> {
     let at = Instant::now();
     std::fs::rename(&beside, live)?;
     Ok(at)
-}
-
-/// `sha256:<hex>` of a file, as module_info labels it.
-fn digest_of(path: &Path) -> Result<String, Error> {
-    let output = Command::new("sha256sum").arg(path).output()?;
-    let text = String::from_utf8_lossy(&output.stdout);
-    let hex = text.split_whitespace().next().filter(|h| h.len() == 64);
-    hex.map(|h| format!("sha256:{h}")).ok_or_else(|| format!("sha256sum {}: {text}", path.display()).into())
 }
 
 async fn create_parents(plane: &ControlPlane, subject: Subject, count: usize) -> Result<(), Error> {

@@ -34,8 +34,8 @@
 //!   logs, faults injected by kind and changes applied.
 
 mod audit;
-#[path = "../custom_section.rs"]
-mod custom_section;
+#[path = "../module_versions.rs"]
+mod module_versions;
 // The bench's; load_now is the bench's alone.
 #[allow(dead_code)]
 #[path = "../machine.rs"]
@@ -306,7 +306,7 @@ impl Modules {
             std::fs::write(path, bytes).map_err(|e| SoakError::io(format!("writing {}", path.display()), e))
         };
         write(&a, &bytes)?;
-        write(&b, &custom_section::with_custom_section(bytes, "soak-version", b"b"))?;
+        write(&b, &module_versions::with_custom_section(bytes, "soak-version", b"b"))?;
         let modules = Modules { watched: dir.join("memcached.wasm"), good: [a, b], failing };
         modules.install(&modules.good[0])?;
         Ok(modules)
@@ -324,13 +324,7 @@ impl Modules {
 
 /// `sha256:<hex>` of a file, as module_info labels it.
 fn digest(path: &Path) -> Result<String, SoakError> {
-    let output = Command::new("sha256sum")
-        .arg(path)
-        .output()
-        .map_err(|e| SoakError::io(format!("sha256sum {}", path.display()), e))?;
-    let text = String::from_utf8_lossy(&output.stdout);
-    let hex = text.split_whitespace().next().filter(|h| h.len() == 64);
-    hex.map(|h| format!("sha256:{h}")).ok_or_else(|| SoakError::Setup(format!("sha256sum {}: {text}", path.display())))
+    module_versions::digest_of(path).map_err(|e| SoakError::io(format!("sha256sum {}", path.display()), e))
 }
 
 /// One fault injected, for the table and the convergence windows.

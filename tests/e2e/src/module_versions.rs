@@ -1,5 +1,9 @@
-//! Another version of a component with the same code: a custom section
-//! appended gives it another digest (the soak's and bench-swap's swaps).
+//! Versions of a module file for the soak's and bench-swap's swaps: the
+//! same code under another digest (a custom section appended), and a
+//! file's digest as the operator's `module_info` labels it.
+
+use std::path::Path;
+use std::process::Command;
 
 /// `bytes` (a component) with a custom section appended: still a valid
 /// component, the same code, another digest.
@@ -23,4 +27,12 @@ pub fn with_custom_section(mut bytes: Vec<u8>, name: &str, payload: &[u8]) -> Ve
     leb128(body.len(), &mut bytes);
     bytes.extend_from_slice(&body);
     bytes
+}
+
+/// `sha256:<hex>` of the file at `path`.
+pub fn digest_of(path: &Path) -> std::io::Result<String> {
+    let output = Command::new("sha256sum").arg(path).output()?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    let hex = text.split_whitespace().next().filter(|h| h.len() == 64);
+    hex.map(|h| format!("sha256:{h}")).ok_or_else(|| std::io::Error::other(format!("sha256sum printed {text:?}")))
 }
