@@ -146,17 +146,20 @@ lint:
 
 ## test: every test, from a fresh clone (installs what is missing first).
 ## Every suite runs even when an earlier one fails; the exit status says if any did.
+## Ends with the wall time of each suite (CI must stay well under an hour from cold).
 test: build $(TEST_MODULES) $(CONTROL_PLANE) helm go-operator oci-registry cosign
-	@status=0; \
-	$(MAKE) --no-print-directory lint || status=1; \
-	$(CARGO) test --release --workspace --no-fail-fast || status=1; \
-	$(MAKE) --no-print-directory test-fuzz || status=1; \
-	$(MAKE) --no-print-directory test-python-module || status=1; \
-	$(MAKE) --no-print-directory test-python-sdk || status=1; \
-	$(MAKE) --no-print-directory test-typescript || status=1; \
-	$(MAKE) --no-print-directory test-embeddings || status=1; \
-	$(MAKE) --no-print-directory test-controllers || status=1; \
-	$(MAKE) --no-print-directory test-browser || status=1; \
+	@status=0; took=""; \
+	suite() { start=$$(date +%s); "$$@" || status=1; took="$$took$$(printf '%6d s  %s' $$(($$(date +%s) - start)) "$$*")\n"; }; \
+	suite $(MAKE) --no-print-directory lint; \
+	suite $(CARGO) test --release --workspace --no-fail-fast; \
+	suite $(MAKE) --no-print-directory test-fuzz; \
+	suite $(MAKE) --no-print-directory test-python-module; \
+	suite $(MAKE) --no-print-directory test-python-sdk; \
+	suite $(MAKE) --no-print-directory test-typescript; \
+	suite $(MAKE) --no-print-directory test-embeddings; \
+	suite $(MAKE) --no-print-directory test-controllers; \
+	suite $(MAKE) --no-print-directory test-browser; \
+	printf "make test: wall time per suite\n$$took" >&2; \
 	exit $$status
 
 ## test-fuzz: the short fuzz run make test makes: each target (see fuzz) for FUZZ_TEST_SECONDS (default 20),

@@ -26,10 +26,30 @@ pub struct Parent {
     pub plural: &'static str,
 }
 
+/// A project `wasm-operator new` wrote and `make` built, as the path of its
+/// component; the project (up to 1 GB with its target/) is removed on drop.
+pub struct Scaffolded {
+    dir: PathBuf,
+    module: PathBuf,
+}
+
+impl std::ops::Deref for Scaffolded {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.module
+    }
+}
+
+impl Drop for Scaffolded {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
 /// Runs `wasm-operator new NAME --lang LANG` into a fresh folder under the
 /// system's temp dir (outside the repo), then `make` there with this repo's
-/// wasm-operator; the built component's path.
-pub fn scaffold_and_make(name: &str, language: &str, parent: &Parent) -> PathBuf {
+/// wasm-operator; the built component.
+pub fn scaffold_and_make(name: &str, language: &str, parent: &Parent) -> Scaffolded {
     let repo = control_plane::repo_root();
     let binary = repo.join("target/release/wasm-operator");
     assert!(binary.is_file(), "{} is missing: `make build`", binary.display());
@@ -58,7 +78,7 @@ pub fn scaffold_and_make(name: &str, language: &str, parent: &Parent) -> PathBuf
     assert!(log.contains("passed, 0 failed"), "make ran the golden cases:\n{log}");
     let module = dir.join("target").join(format!("{name}.wasm"));
     assert!(module.is_file(), "make built {}", module.display());
-    module
+    Scaffolded { dir, module }
 }
 
 fn ready(status: &Value) -> Value {

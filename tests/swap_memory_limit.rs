@@ -18,6 +18,8 @@
 
 #[path = "logic_module_support.rs"]
 mod logic_module_support;
+#[path = "metrics_support.rs"]
+mod metrics_support;
 #[allow(dead_code)]
 #[path = "oci_registry.rs"]
 mod oci_registry;
@@ -225,6 +227,8 @@ impl Drop for Operator {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        // Compiled code of up to 18 MB a run: not left behind in the temp dir.
+        let _ = std::fs::remove_dir_all(cache_dir(self.name));
     }
 }
 
@@ -466,9 +470,28 @@ async fn in_tiers_a_swap_goes_live_on_baseline_code_and_is_tiered_up_within_the_
     let scene = Scene::new("swap-tiers").await;
     let ns = &scene.ns;
     ns.create_memcached("cache", json!({"replicas": 1})).await;
-    let args = ["--leader-elect=false", "--compile-strategy=tiered"];
+    let args = ["--leader-elect=false", "--compile-strategy=tiered", "--metrics-secure=false"];
     let Some(operator) = Operator::start(ns, "tiered", &scene.registry.address, &args) else { return };
     scene.wait_replicas("cache", 1).await;
+    let metrics = operator.wait_log("serving /metrics, /healthz and /readyz", |_| true).await;
+    let metrics = metrics["metrics_address"].as_str().expect("the metrics address").to_owned();
+    // wasm_operator_module_baseline_code: each serving version's digest
+    // and value.
+    let baseline_code = || {
+        let metrics = metrics.clone();
+        async move {
+            let reply = metrics_support::http_get(&metrics, "/metrics", None).await.expect("a scrape");
+            let series = reply.body.lines().filter(|l| l.starts_with("wasm_operator_module_baseline_code{"));
+            series
+                .map(|l| {
+                    let digest = l.split("digest=\"").nth(1).and_then(|d| d.split('"').next()).unwrap_or_default();
+                    (digest.to_owned(), l.rsplit(' ').next().unwrap_or_default().to_owned())
+                })
+                .collect::<Vec<_>>()
+        }
+    };
+    let v1 = baseline_code().await;
+    assert!(v1.len() == 1 && v1[0].1 == "0", "v1 serves on its precompiled code: {v1:?}");
 
     let v2 = memcached_with_mark("tiered");
     scene.point_at(&scene.publish(v2.clone(), "v2").await).await;
@@ -478,10 +501,22 @@ async fn in_tiers_a_swap_goes_live_on_baseline_code_and_is_tiered_up_within_the_
             has(s, "Verified", "True", "Verified") && has(s, "Active", "True", "Serving")
         })
         .await;
+    let on_baseline = baseline_code().await;
+    let tiered_up = |l: &Value| l["digest"] == digest(&v2);
+    // Unless the optimizing compile (seconds) already ended, v2 says it
+    // serves on baseline code.
+    if !operator
+        .logs()
+        .iter()
+        .any(|l| l["message"] == "a version's optimized code replaced its baseline code" && tiered_up(l))
+    {
+        assert_eq!(on_baseline, [(digest(&v2), "1".to_owned())], "v2 alone, live on baseline code");
+    }
     operator
         .wait_log("compiled a module version's baseline code in a child process", |l| l["digest"] == digest(&v2))
         .await;
-    operator.wait_log("a version's optimized code replaced its baseline code", |l| l["digest"] == digest(&v2)).await;
+    operator.wait_log("a version's optimized code replaced its baseline code", tiered_up).await;
+    assert_eq!(baseline_code().await, [(digest(&v2), "0".to_owned())], "v2 alone, on its optimized code");
     ns.set_spec("cache", json!({"replicas": 2})).await;
     scene.wait_replicas("cache", 2).await;
     operator.assert_alive();

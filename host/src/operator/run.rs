@@ -300,7 +300,7 @@ pub async fn run(
         let module = prepared.slot.current();
         let manifest = module.manifest();
         let module_metrics = metrics.for_module(&prepared.name);
-        module_metrics.loaded(&manifest.version, module.digest());
+        module_metrics.loaded(&module);
         let parent_writer = reflector::store::Writer::new(prepared.parent_kind.resource.clone());
         let ctx = Arc::new(Context {
             identity: prepared.identity,

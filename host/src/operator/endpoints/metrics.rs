@@ -3,7 +3,8 @@
 //! calls and failures, the modules loaded, swapped and compiled ahead, and
 //! API requests.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -12,6 +13,9 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
+
+use crate::modules::LogicModule;
+use crate::modules::compiler::Tier;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ResultLabels {
@@ -125,6 +129,10 @@ pub struct Metrics {
     pub module_refused_answers: Family<RefusedLabels, Counter>,
     /// Read from the allocator at each scrape.
     heap_bytes: Family<HeapLabels, Gauge>,
+    /// Read from the serving versions at each scrape: a tiered compile's
+    /// optimized code replaces the baseline code in place, unannounced.
+    module_baseline_code: Family<ModuleLabels, Gauge>,
+    serving: Mutex<HashMap<ModuleLabels, Weak<LogicModule>>>,
 }
 
 fn reconcile_histogram() -> Histogram {
@@ -262,6 +270,12 @@ impl Default for Metrics {
             "The allocator's heap at the scrape: in_use (allocated, not freed) and free (freed but still held, resident once touched); free growing beside a steady in_use is fragmentation, not a leak",
             heap_bytes.clone(),
         );
+        let module_baseline_code = Family::<ModuleLabels, Gauge>::default();
+        registry.register(
+            "module_baseline_code",
+            "1 while a serving module version runs on baseline code (--compile-strategy=tiered: live before its optimized compile ends), 0 once on optimized code; 1 for long means its optimizing compile failed (the log says why)",
+            module_baseline_code.clone(),
+        );
         Self {
             registry,
             reconciles,
@@ -284,6 +298,8 @@ impl Default for Metrics {
             recorded_reconcile_bytes,
             module_refused_answers,
             heap_bytes,
+            module_baseline_code,
+            serving: Mutex::default(),
         }
     }
 }
@@ -312,10 +328,21 @@ impl Metrics {
             set("in_use", heap.in_use);
             set("free", heap.free);
         }
+        self.read_code_tiers();
         let mut text = String::new();
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);
         text
+    }
+
+    fn read_code_tiers(&self) {
+        let serving = self.serving.lock().unwrap_or_else(PoisonError::into_inner);
+        for (labels, module) in serving.iter() {
+            if let Some(module) = module.upgrade() {
+                let baseline = i64::from(module.tier() == Tier::Baseline);
+                self.module_baseline_code.get_or_create(labels).set(baseline);
+            }
+        }
     }
 
     /// The metrics of one module.
@@ -332,17 +359,28 @@ pub struct ModuleMetrics {
 }
 
 impl ModuleMetrics {
-    pub fn loaded(&self, version: &str, digest: &str) {
-        let labels =
-            ModuleLabels { module: self.module.clone(), version: version.to_owned(), digest: digest.to_owned() };
+    fn labels(&self, module: &LogicModule) -> ModuleLabels {
+        ModuleLabels {
+            module: self.module.clone(),
+            version: module.manifest().version.clone(),
+            digest: module.digest().to_owned(),
+        }
+    }
+
+    /// The module version now served.
+    pub fn loaded(&self, module: &Arc<LogicModule>) {
+        let labels = self.labels(module);
         self.metrics.module_info.get_or_create(&labels).set(1);
+        let mut serving = self.metrics.serving.lock().unwrap_or_else(PoisonError::into_inner);
+        serving.insert(labels, Arc::downgrade(module));
     }
 
     /// The module version no longer served.
-    pub fn unloaded(&self, version: &str, digest: &str) {
-        let labels =
-            ModuleLabels { module: self.module.clone(), version: version.to_owned(), digest: digest.to_owned() };
+    pub fn unloaded(&self, module: &LogicModule) {
+        let labels = self.labels(module);
         self.metrics.module_info.remove(&labels);
+        self.metrics.module_baseline_code.remove(&labels);
+        self.metrics.serving.lock().unwrap_or_else(PoisonError::into_inner).remove(&labels);
     }
 
     /// A version offered at run time, and what became of it; `took` for a

@@ -382,8 +382,8 @@ pub async fn offer_loaded(
     ctx.swap.canary.store(None);
     ctx.swap.remember(previous.module.clone());
     ctx.swap.remember(candidate.module.clone());
-    ctx.metrics.unloaded(&previous.module.manifest().version, previous.module.digest());
-    ctx.metrics.loaded(&candidate.module.manifest().version, candidate.module.digest());
+    ctx.metrics.unloaded(&previous.module);
+    ctx.metrics.loaded(&candidate.module);
     let took = started.elapsed();
     ctx.metrics.swap("succeeded", Some(took));
     tracing::info!(
@@ -502,8 +502,8 @@ fn promote(ctx: &Arc<Context>, candidate: Arc<Serving>, previous: Arc<Serving>) 
     }
     let replaced = ctx.serve(candidate.clone());
     ctx.swap.canary.store(None);
-    ctx.metrics.unloaded(&replaced.module.manifest().version, replaced.module.digest());
-    ctx.metrics.loaded(&candidate.module.manifest().version, candidate.module.digest());
+    ctx.metrics.unloaded(&replaced.module);
+    ctx.metrics.loaded(&candidate.module);
     ctx.metrics.swap("succeeded", None);
     tracing::info!(
         module = ctx.module_name,
@@ -588,8 +588,8 @@ fn roll_back(ctx: &Arc<Context>, failed: Probation) {
     // grow by it). Offered again, it is mapped from the compile cache.
     ctx.swap.forget(candidate.digest());
     if !canary {
-        ctx.metrics.unloaded(&candidate.manifest().version, candidate.digest());
-        ctx.metrics.loaded(&previous.manifest().version, previous.digest());
+        ctx.metrics.unloaded(candidate);
+        ctx.metrics.loaded(previous);
     }
     ctx.metrics.swap("rolled_back", None);
     *ctx.swap.last_rollback.lock().unwrap_or_else(PoisonError::into_inner) = Some(Rollback {
