@@ -326,6 +326,8 @@ fn values_reach_the_deployment_and_rbac() {
         "resources.limits.memory=1Gi,replicaCount=3,leaderElection.id=my-lease,logFormat=text",
         "--set",
         "modules={/opt/memcached-operator/memcached.cwasm,/opt/modules/my.cwasm}",
+        "--set",
+        "compile.strategy=tiered",
     ]);
     let container = &the(&objects, "Deployment", RELEASE)["spec"]["template"]["spec"]["containers"][0];
     assert_eq!(container["image"], json!("registry.example/memcached-operator:1.2.3"));
@@ -339,9 +341,12 @@ fn values_reach_the_deployment_and_rbac() {
         "--log-format=text",
         "--module=/opt/memcached-operator/memcached.cwasm",
         "--module=/opt/modules/my.cwasm",
+        "--compile-strategy=tiered",
     ] {
         assert!(args.iter().any(|a| a == expected), "{expected} in {args:?}");
     }
+    let defaults = args_of(&template(&[]));
+    assert!(!defaults.iter().any(|a| a.starts_with("--compile-strategy")), "the binary's default: {defaults:?}");
     let lease_role = the(&objects, "Role", "memcached-operator-leader-election");
     assert_eq!(
         lease_role["rules"][1]["resourceNames"],
@@ -466,6 +471,7 @@ fn bad_values_are_refused_naming_the_value() {
         ("logFormat=xml", "at '/logFormat'"),
         ("metrics.port=70000", "at '/metrics/port'"),
         ("metrics.secure=yes", "at '/metrics/secure'"),
+        ("compile.strategy=fast", "at '/compile/strategy'"),
         ("metrics.serviceMonitor.enable=true", "additional properties 'enable' not allowed"),
         // The chart's own checks.
         ("leaderElection.enabled=false", "replicaCount: 2 replicas would all reconcile"),
