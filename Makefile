@@ -66,16 +66,24 @@ wasm: $(WASM)
 $(WASM): $(GUEST_SOURCES) scripts/build-wasm.sh
 	bash scripts/build-wasm.sh
 
+# Every build names its binary with --workspace (not -p): features are then
+# resolved over the whole workspace, as `cargo test --release --workspace`
+# and the fuzz build resolve them, so all three share every dependency's
+# artifact. Built with -p, a dependency whose features differ (kube-core's
+# schema, a build script's serde) was compiled again, and everything above
+# it, wasmtime and kube included: minutes of a cold `make test`.
+WORKSPACE_BUILD := $(CARGO) build --release --workspace
+
 $(HOST): $(HOST_SOURCES)
-	$(CARGO) build --release -p wasm-operator
+	$(WORKSPACE_BUILD) --bin wasm-operator
 
 $(OPERATOR): $(WASM) $(HOST_SOURCES) $(shell find memcached-operator/src -type f) memcached-operator/Cargo.toml memcached-operator/build.rs
-	$(CARGO) build --release -p memcached-operator
+	$(WORKSPACE_BUILD) --bin memcached-operator
 
 # The local control plane's binary (tests/control-plane), for `make run`.
 CONTROL_PLANE := target/release/control-plane
 $(CONTROL_PLANE): $(shell find tests/control-plane/src -type f) tests/control-plane/Cargo.toml
-	$(CARGO) build --release -p control-plane
+	$(WORKSPACE_BUILD) --bin control-plane
 
 $(TEST_MODULE): $(TEST_MODULE_SOURCES) scripts/build-wasm.sh
 	bash scripts/build-wasm.sh tests/modules/greeting greeting-logic $(TEST_MODULE)
@@ -181,8 +189,7 @@ fuzz:
 ## test-authoring: `wasm-operator render` and `test` through the binary, on the Greeting module and on
 ## the Memcached module against `memcached-operator render` (also part of make test)
 test-authoring: build $(TEST_MODULE)
-	$(CARGO) test --release -p wasm-operator --test authoring
-	$(CARGO) test --release -p memcached-tests --test render_agreement
+	$(CARGO) test --release --workspace --test authoring --test render_agreement
 
 # The same component in the browser, Node.js and Python (issue 3). npm ci and
 # a venv under target/ install their pinned dependencies; the stamps are files
@@ -269,7 +276,7 @@ manifests:
 ## bench: desired state natively vs in the component (criterion); prints a table, then the resident
 ## memory each module adds (the test modules and the StaticSite example in each language)
 bench: $(WASM) $(TEST_MODULE) $(PY_MODULE) $(TS_MODULE) $(STATIC_SITE_MODULES)
-	$(CARGO) bench -p memcached-operator --bench desired_state
+	$(CARGO) bench --workspace --bench desired_state
 
 ## run: the operator against a cluster. With no KUBECONFIG (and no ~/.kube/config):
 ## a local control plane (make envtest) in target/run where Pods start (kube-scheduler,
@@ -295,7 +302,7 @@ render-samples: $(OPERATOR)
 COUNTS ?= 1000,10000
 BENCH_FLAGS ?=
 bench-e2e: $(OPERATOR) go-operator
-	$(CARGO) build --release -p memcached-e2e --bin bench-e2e
+	$(WORKSPACE_BUILD) --bin bench-e2e
 	target/release/bench-e2e --counts $(COUNTS) $(BENCH_FLAGS)
 
 ## bench-plan: `wasm-operator plan -f` of greeting v2 against v1 over 1000 and 10,000 parents
@@ -311,13 +318,13 @@ SWAP_COUNTS ?= 1000
 SWAP_MODULE ?= greeting
 SWAP_STRATEGIES ?= tiered,optimized
 bench-swap: $(HOST) $(WASM) $(TEST_MODULE) target/greeting-v2.wasm target/greeting-v1-rebuilt.wasm
-	$(CARGO) build --release -p memcached-e2e --bin bench-swap
+	$(WORKSPACE_BUILD) --bin bench-swap
 	target/release/bench-swap --module $(SWAP_MODULE) --counts $(SWAP_COUNTS) --strategies $(SWAP_STRATEGIES)
 
 ## bench-compile: peak memory and time of compiling each module in the child process `run` uses
 ## (1 and 2 compile threads; BASELINE=path/to/older/wasm-operator runs its in-process precompile beside it)
 bench-compile: $(HOST) $(WASM) $(TEST_MODULE)
-	$(CARGO) build --release -p memcached-e2e --bin bench-compile
+	$(WORKSPACE_BUILD) --bin bench-compile
 	target/release/bench-compile $(if $(BASELINE),--baseline $(BASELINE))
 
 ## go-operator: build (or find) the C5C3 Go operator v0.4.0 (tests/go-operator/go.mod), cached outside
@@ -346,7 +353,7 @@ SOAK_SEED ?= 22
 SOAK_FLAGS ?=
 SOAK_FAILING := target/memcached-soak-fail-on-later.wasm
 soak: $(OPERATOR) $(HOST) $(SOAK_FAILING) toxiproxy
-	$(CARGO) build --release -p memcached-e2e --bin soak
+	$(WORKSPACE_BUILD) --bin soak
 	target/release/soak --minutes $(SOAK_MINUTES) --crs $(SOAK_CRS) --seed $(SOAK_SEED) $(SOAK_FLAGS)
 
 ## soak-rotations: the soak's largest burst alone: Secret rotations, each rolling every Memcached of a namespace
@@ -354,7 +361,7 @@ soak: $(OPERATOR) $(HOST) $(SOAK_FAILING) toxiproxy
 ## direct and behind the soak's worst latency; prints the table that chose the default (README "Soak").
 ROTATION_FLAGS ?=
 soak-rotations: $(OPERATOR) $(HOST) $(SOAK_FAILING) toxiproxy
-	$(CARGO) build --release -p memcached-e2e --bin soak
+	$(WORKSPACE_BUILD) --bin soak
 	target/release/soak rotations $(ROTATION_FLAGS)
 
 # The Memcached module trapping on parents annotated soak.c5c3.io/fail-on-later: the version make soak
