@@ -28,6 +28,10 @@ pub struct Incarnation {
     pub log: PathBuf,
     /// (when, VmRSS KiB, leading)
     pub rss: Vec<(Instant, u64, bool)>,
+    /// Beside each RSS sample: the allocator's heap then, in use and free
+    /// (KiB; `wasm_operator_heap_bytes`), when the scrape answered. RSS
+    /// growing with `in_use` is memory held; with `free`, fragmentation.
+    pub heap: Vec<Option<(u64, u64)>>,
     pub peak_rss_kib: u64,
     /// The last /metrics text it answered.
     pub last_scrape: String,
@@ -116,6 +120,7 @@ impl Replica {
             ended: None,
             log,
             rss: Vec::new(),
+            heap: Vec::new(),
             peak_rss_kib: 0,
             last_scrape: String::new(),
         });
@@ -172,12 +177,16 @@ impl Replica {
         let rss = rss_kib(pid);
         let Some(incarnation) = self.incarnations.last_mut() else { return Ok(false) };
         let mut leads = false;
+        let mut heap = None;
         if let Ok((200, text)) = scraped {
             leads = gauge(&text, "wasm_operator_leader") == Some(1.0);
+            let state = |state: &str| gauge(&text, &format!("wasm_operator_heap_bytes{{state=\"{state}\"}}"));
+            heap = state("in_use").zip(state("free")).map(|(used, free)| (used as u64 >> 10, free as u64 >> 10));
             incarnation.last_scrape = text;
         }
         if let Some((rss, peak)) = rss {
             incarnation.rss.push((Instant::now(), rss, leads));
+            incarnation.heap.push(heap);
             incarnation.peak_rss_kib = incarnation.peak_rss_kib.max(peak);
         }
         Ok(leads)
