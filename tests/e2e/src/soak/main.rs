@@ -616,20 +616,22 @@ async fn run(root: &Path, config: &Config) -> Result<bool, SoakError> {
     Ok(met)
 }
 
-/// Every RSS sample of every process, `rss.csv` beside its logs, with the
-/// heap in use and free then: the drift in the table is two medians; the
-/// whole series tells a leak from a burst, and the heap columns held memory
-/// from fragmentation.
+/// Every RSS sample of every process, `rss.csv` beside its logs, with what
+/// it was made of (file-backed pages, the heap in use and free): the drift
+/// in the table is two medians; the whole series tells a leak from a burst,
+/// and the other columns held memory from fragmentation and from pages
+/// mapped again.
 fn write_rss_samples(dir: &Path, started: Instant, replicas: &[replicas::Replica]) -> Result<(), SoakError> {
-    let mut csv = String::from("process,seconds_since_soak_start,rss_kib,leading,heap_in_use_kib,heap_free_kib\n");
+    let mut csv =
+        String::from("process,seconds_since_soak_start,rss_kib,leading,rss_file_kib,heap_in_use_kib,heap_free_kib\n");
+    let text = |kib: Option<u64>| kib.map(|k| k.to_string()).unwrap_or_default();
     for incarnation in replicas.iter().flat_map(|r| &r.incarnations) {
         for (i, (at, kib, leading)) in incarnation.rss.iter().enumerate() {
             let seconds = at.checked_duration_since(started).map_or(0.0, |d| d.as_secs_f64());
-            let (used, free) = match incarnation.heap.get(i).copied().flatten() {
-                Some((used, free)) => (used.to_string(), free.to_string()),
-                None => (String::new(), String::new()),
-            };
-            csv.push_str(&format!("{},{seconds:.1},{kib},{leading},{used},{free}\n", incarnation.identity));
+            let detail = incarnation.detail.get(i).copied().unwrap_or_default();
+            let (used, free) = (text(detail.heap.map(|h| h.0)), text(detail.heap.map(|h| h.1)));
+            let file = text(detail.file);
+            csv.push_str(&format!("{},{seconds:.1},{kib},{leading},{file},{used},{free}\n", incarnation.identity));
         }
     }
     let path = dir.join("rss.csv");

@@ -17,6 +17,17 @@ use crate::SoakError;
 /// The Lease both replicas compete for (in `default`).
 pub const LEASE_NAME: &str = "memcached-operator-soak";
 
+/// What one RSS sample was made of (KiB): RSS growing with the heap in use
+/// is memory held; with the heap's free part, fragmentation; with the
+/// file-backed part, pages of the binary or of compiled code mapped again.
+#[derive(Clone, Copy, Default)]
+pub struct MemoryDetail {
+    /// RssFile (/proc/PID/status).
+    pub file: Option<u64>,
+    /// `wasm_operator_heap_bytes`, in use and free, when the scrape answered.
+    pub heap: Option<(u64, u64)>,
+}
+
 /// One process of a replica.
 pub struct Incarnation {
     /// `soak-a-1`, `soak-b-3`: the replica and its process.
@@ -28,10 +39,8 @@ pub struct Incarnation {
     pub log: PathBuf,
     /// (when, VmRSS KiB, leading)
     pub rss: Vec<(Instant, u64, bool)>,
-    /// Beside each RSS sample: the allocator's heap then, in use and free
-    /// (KiB; `wasm_operator_heap_bytes`), when the scrape answered. RSS
-    /// growing with `in_use` is memory held; with `free`, fragmentation.
-    pub heap: Vec<Option<(u64, u64)>>,
+    /// Beside each RSS sample, what it was made of then.
+    pub detail: Vec<MemoryDetail>,
     pub peak_rss_kib: u64,
     /// The last /metrics text it answered.
     pub last_scrape: String,
@@ -120,7 +129,7 @@ impl Replica {
             ended: None,
             log,
             rss: Vec::new(),
-            heap: Vec::new(),
+            detail: Vec::new(),
             peak_rss_kib: 0,
             last_scrape: String::new(),
         });
@@ -184,9 +193,9 @@ impl Replica {
             heap = state("in_use").zip(state("free")).map(|(used, free)| (used as u64 >> 10, free as u64 >> 10));
             incarnation.last_scrape = text;
         }
-        if let Some((rss, peak)) = rss {
+        if let Some((rss, peak, file)) = rss {
             incarnation.rss.push((Instant::now(), rss, leads));
-            incarnation.heap.push(heap);
+            incarnation.detail.push(MemoryDetail { file, heap });
             incarnation.peak_rss_kib = incarnation.peak_rss_kib.max(peak);
         }
         Ok(leads)
@@ -254,8 +263,8 @@ impl Drop for Replica {
     }
 }
 
-/// VmRSS and VmHWM of `pid`, in KiB.
-fn rss_kib(pid: u32) -> Option<(u64, u64)> {
+/// VmRSS, VmHWM and RssFile of `pid`, in KiB.
+fn rss_kib(pid: u32) -> Option<(u64, u64, Option<u64>)> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let kib = |field: &str| {
         status
@@ -263,7 +272,7 @@ fn rss_kib(pid: u32) -> Option<(u64, u64)> {
             .find_map(|l| l.strip_prefix(field))
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
     };
-    Some((kib("VmRSS:")?, kib("VmHWM:")?))
+    Some((kib("VmRSS:")?, kib("VmHWM:")?, kib("RssFile:")))
 }
 
 /// The value of a gauge without labels (or its first series).

@@ -611,7 +611,7 @@ mod tests {
             ended: Some(at(1200)),
             log: PathBuf::new(),
             rss,
-            heap: Vec::new(),
+            detail: Vec::new(),
             peak_rss_kib: 58 << 10,
             last_scrape: String::new(),
         };
