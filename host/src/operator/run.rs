@@ -129,29 +129,50 @@ async fn identities(
 /// long as it takes a control plane to restart: an operator started
 /// meanwhile waits for it, as its watches and the Lease do, instead of
 /// exiting at once (make soak saw it crash-loop through every restart).
+///
+/// A denial is asked again too, for a few seconds: an API server that has
+/// just restarted answers 403 until its authorizer's caches are filled
+/// (make soak saw a replica refused its module so), and a module that truly
+/// may not is refused that much later.
 async fn check_when_reachable(identity: &ModuleClient, module: &LogicModule) -> Result<(), OperatorError> {
-    let deadline = Instant::now() + UNREACHABLE_AT_START;
+    let started = Instant::now();
     let mut delay = Duration::from_millis(250);
     loop {
-        match identity.check(module.manifest()).await {
+        let error = match identity.check(module.manifest()).await {
             Ok(()) => return Ok(()),
-            Err(error) if error.is_transient() && Instant::now() + delay < deadline => {
-                tracing::warn!(
-                    module = module.name(),
-                    error = %error,
-                    retry_in_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
-                    "cannot ask the API server what the module may do yet; asking again"
-                );
-                tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(Duration::from_secs(5));
-            }
-            Err(source) => return Err(OperatorError::Access { module: module.name().to_owned(), source }),
+            Err(error) => error,
+        };
+        let waited = started.elapsed() + delay;
+        let ask_again = if error.is_transient() { waited < UNREACHABLE_AT_START } else { waited < DENIED_AT_START };
+        if !ask_again {
+            return Err(OperatorError::Access { module: module.name().to_owned(), source: error });
         }
+        let retry_in_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+        if error.is_transient() {
+            tracing::warn!(
+                module = module.name(),
+                error = %error,
+                retry_in_ms,
+                "cannot ask the API server what the module may do yet; asking again"
+            );
+        } else {
+            // What it may not do is said once, when it is final.
+            tracing::warn!(
+                module = module.name(),
+                retry_in_ms,
+                "the API server denies what the module needs; asking again, in case its authorizer is still starting"
+            );
+        }
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(Duration::from_secs(5));
     }
 }
 
 /// How long a starting operator waits for an API server that cannot answer.
 const UNREACHABLE_AT_START: Duration = Duration::from_secs(120);
+
+/// How long a starting operator asks again after a denial.
+const DENIED_AT_START: Duration = Duration::from_secs(8);
 
 /// Two modules reconciling one parent kind would fight over its children.
 fn one_module_per_parent(prepared: &[Prepared]) -> Result<(), OperatorError> {
