@@ -278,6 +278,36 @@ async fn a_module_whose_role_lacks_what_it_claims_is_refused_at_load_naming_verb
     let _ = opted_out.wait();
 }
 
+/// A denial at load is asked again for a few seconds (an API server that
+/// has just restarted denies until its authorizer's caches are filled): a
+/// grant that lands meanwhile lets the module start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_that_lands_seconds_after_a_denial_at_load_lets_the_module_start() {
+    let identities = Identities::new("identity-late").await;
+    let ns = &identities.ns;
+    let module = module_file("greeting.wasm");
+    ns.plane.apply_yaml(&module.manifest().crd).await.expect("installing the Greeting CRD");
+    let user = identities.user("greeting");
+    let mark = ns.plane.audit_mark().expect("the audit log");
+    let running = Running::start_with_client(identities.operator_client().await, vec![module], identities.options());
+    // Denied first: the module's ServiceAccount has no Role yet.
+    eventually("the operator to ask what the module may do", || async {
+        let events = ns.plane.audit_events_since(mark).ok()?;
+        let asked = |e: &AuditEvent| {
+            e.resource.as_deref() == Some("selfsubjectaccessreviews") && e.impersonated_user.as_deref() == Some(&user)
+        };
+        events.iter().any(asked).then_some(())
+    })
+    .await;
+    assert!(!identities.allowed(&user, "create", "", "configmaps").await, "not granted yet");
+    identities.grant("greeting", &module_file("greeting.wasm"), &[]).await;
+    greetings(ns).create(&PostParams::default(), &greeting("late", "hello")).await.expect("creating a Greeting");
+    let configmaps = ns.api(&gvk("", "v1", "ConfigMap", "configmaps"));
+    eventually("the Greeting's ConfigMap, once granted", || async { exists(&configmaps, "late").await.then_some(()) })
+        .await;
+    running.stop().await.expect("a clean stop");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_modules_in_one_process_act_as_two_identities_that_cannot_touch_each_others_kinds() {
     let identities = Identities::new("identity-two").await;
