@@ -142,13 +142,13 @@ async fn check_when_reachable(identity: &ModuleClient, module: &LogicModule) -> 
             Ok(()) => return Ok(()),
             Err(error) => error,
         };
-        let waited = started.elapsed() + delay;
-        let ask_again = if error.is_transient() { waited < UNREACHABLE_AT_START } else { waited < DENIED_AT_START };
-        if !ask_again {
+        let transient = error.is_transient();
+        let limit = if transient { UNREACHABLE_AT_START } else { DENIED_AT_START };
+        if started.elapsed() + delay >= limit {
             return Err(OperatorError::Access { module: module.name().to_owned(), source: error });
         }
         let retry_in_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
-        if error.is_transient() {
+        if transient {
             tracing::warn!(
                 module = module.name(),
                 error = %error,
