@@ -516,6 +516,15 @@ impl ControlPlane {
         Ok(())
     }
 
+    /// The process ids of the API server and etcd while they run, by name:
+    /// a bench reads their CPU and memory from /proc.
+    pub fn server_pids(&self) -> Vec<(&'static str, u32)> {
+        [&self.apiserver, &self.etcd]
+            .into_iter()
+            .filter_map(|slot| lock(slot).as_ref().map(|proc| (proc.name, proc.child.id())))
+            .collect()
+    }
+
     /// `https://127.0.0.1:<port>`
     pub fn server_url(&self) -> String {
         format!("https://127.0.0.1:{}", self.api_port)

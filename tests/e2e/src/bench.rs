@@ -5,7 +5,8 @@
 //!
 //! ```text
 //! bench-e2e [--counts 1000,10000] [--namespaces 4] [--concurrency 8] [--create-concurrency 32]
-//!           [--resync-period 60s] [--only-ours | --only-go] [--out target/bench-e2e/results.md]
+//!           [--resync-period 60s] [--no-resync-pass] [--only-ours | --only-go]
+//!           [--out target/bench-e2e/results.md]
 //! ```
 //!
 //! For each N and each operator: a fresh control plane (etcd +
@@ -32,13 +33,17 @@
 //!   60 ms per CR and at least 30 s, so that no resync falls before
 //!   convergence and counts as a reconcile to converge: 10 minutes, ours'
 //!   default, at 10,000 CRs; the Go operator has no such flag and resyncs
-//!   every 10 h);
+//!   every 10 h); `--no-resync-pass` skips it (and sets the period to 10 h
+//!   unless `--resync-period` is given): 100 minutes at 100,000 CRs;
 //! - both: writes during an idle touch, an annotation added to every CR,
 //!   which changes nothing either operator renders;
 //! - peak RSS (VmHWM), RSS at convergence, CPU seconds to converge, and
 //!   memory per CR and per cached object (RSS after the idle passes minus
 //!   RSS before the first CR, over N or over the objects the operator caches:
-//!   CRs, owned objects, Secrets, counted from the API server).
+//!   CRs, owned objects, Secrets, counted from the API server);
+//! - the API server's and etcd's CPU seconds and peak RSS over the same
+//!   window, and how busy the whole machine was until convergence: where
+//!   one replica's limits come from at large N.
 //!
 //! compare.rs prints ours / Go against issue 13's targets and how each
 //! operator's cost per CR grows from the smallest size to the largest.
@@ -61,7 +66,7 @@ use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use memcached_e2e::cluster::{
     Sample, SampleError, create_namespace_with_secrets, memcached_resource, owned_resources, read_samples,
 };
-use memcached_e2e::operators::{self, Flavor, OperatorProcess, ProcessError, Requests};
+use memcached_e2e::operators::{self, Flavor, OperatorProcess, ProcessError, Requests, Usage, usage_of};
 use serde_json::Value;
 
 const OPERATOR_USER: &str = "memcached-operator";
@@ -105,9 +110,11 @@ struct Config {
     operator: PathBuf,
     /// Which operators run, in this order, at each size.
     flavors: Vec<Flavor>,
+    /// Ours waits for one idle resync after converging (`--no-resync-pass`: not).
+    resync_pass: bool,
 }
 
-const USAGE: &str = "usage: bench-e2e [--counts 1000,10000] [--namespaces 4] [--concurrency 8] [--create-concurrency 32] [--resync-period 60s] [--only-ours | --only-go] [--out FILE]";
+const USAGE: &str = "usage: bench-e2e [--counts 1000,10000] [--namespaces 4] [--concurrency 8] [--create-concurrency 32] [--resync-period 60s] [--no-resync-pass] [--only-ours | --only-go] [--out FILE]";
 
 fn parse_args(root: &Path, mut args: impl Iterator<Item = String>) -> Result<Config, BenchError> {
     let mut config = Config {
@@ -119,6 +126,7 @@ fn parse_args(root: &Path, mut args: impl Iterator<Item = String>) -> Result<Con
         out: root.join("target/bench-e2e/results.md"),
         operator: root.join("target/release/memcached-operator"),
         flavors: vec![Flavor::Ours, Flavor::Go],
+        resync_pass: true,
     };
     let usage = |message: String| BenchError::Usage(format!("{message}\n{USAGE}"));
     while let Some(arg) = args.next() {
@@ -158,6 +166,7 @@ fn parse_args(root: &Path, mut args: impl Iterator<Item = String>) -> Result<Con
             }
             "--out" => config.out = PathBuf::from(value()?),
             "--operator" => config.operator = PathBuf::from(value()?),
+            "--no-resync-pass" => config.resync_pass = false,
             "--only-ours" => config.flavors = vec![Flavor::Ours],
             "--only-go" => config.flavors = vec![Flavor::Go],
             "-h" | "--help" => return Err(BenchError::Usage(USAGE.into())),
@@ -245,7 +254,13 @@ async fn run(root: &Path, config: &Config) -> Result<(), BenchError> {
 
 /// Every table: each run, ours / Go with the targets, the growth per CR.
 fn report(rows: &[Row], config: &Config, samples: &[Sample], machine: &str) -> String {
-    format!("{}{}{}", table(rows, config, samples, machine), compare::table(rows, machine), compare::growth(rows))
+    format!(
+        "{}{}{}{}",
+        table(rows, config, samples, machine),
+        servers_table(rows),
+        compare::table(rows, machine),
+        compare::growth(rows)
+    )
 }
 
 fn progress(message: &str) {
@@ -266,8 +281,15 @@ fn default_resync_period(count: usize) -> Duration {
     (Duration::from_millis(60) * count as u32).max(Duration::from_secs(30))
 }
 
+/// Without the resync pass: none in the whole run.
+const NO_RESYNC: Duration = Duration::from_secs(10 * 3600);
+
 fn resync_period(config: &Config, count: usize) -> Duration {
-    config.resync.unwrap_or_else(|| default_resync_period(count))
+    match (config.resync, config.resync_pass) {
+        (Some(period), _) => period,
+        (None, true) => default_resync_period(count),
+        (None, false) => NO_RESYNC,
+    }
 }
 
 /// Time allowed for an idle pass to reconcile every CR (beyond the resync
@@ -326,6 +348,47 @@ struct Row {
     /// VmRSS after the idle passes.
     idle_rss_kib: u64,
     cpu_to_converge: f64,
+    /// The API server and etcd over the same window.
+    servers: Vec<ServerUsage>,
+    /// CPU seconds the whole machine was busy from the first create to
+    /// convergence, whoever used them.
+    machine_busy_to_converge: f64,
+}
+
+/// A control plane process's share of a run.
+struct ServerUsage {
+    name: &'static str,
+    cpu_to_converge: f64,
+    peak_rss_kib: u64,
+}
+
+/// The API server's and etcd's usage now, by name.
+fn server_usage(plane: &ControlPlane) -> Result<Vec<(&'static str, Usage)>, BenchError> {
+    plane
+        .server_pids()
+        .into_iter()
+        .map(|(name, pid)| Ok((name, usage_of(pid).map_err(io(format!("reading {name}'s /proc status")))?)))
+        .collect()
+}
+
+/// Each server's CPU from `start` to `converged`, and its peak RSS at `end`.
+fn server_rows(
+    start: &[(&'static str, Usage)],
+    converged: &[(&'static str, Usage)],
+    end: &[(&'static str, Usage)],
+) -> Vec<ServerUsage> {
+    let find = |list: &[(&'static str, Usage)], name: &str| list.iter().find(|(n, _)| *n == name).map(|(_, u)| *u);
+    start
+        .iter()
+        .filter_map(|(name, before)| {
+            let after = find(converged, name)?;
+            Some(ServerUsage {
+                name,
+                cpu_to_converge: after.cpu_seconds - before.cpu_seconds,
+                peak_rss_kib: find(end, name).unwrap_or(after).peak_rss_kib,
+            })
+        })
+        .collect()
 }
 
 impl Row {
@@ -524,6 +587,8 @@ async fn run_one(
     progress(&format!("{label}: operator pid {} (log {})", operator.pid(), log.display()));
     operator.wait_ready().await?;
     let start_usage = operator.usage()?;
+    let servers_at_start = server_usage(&plane)?;
+    let busy_at_start = machine::busy_cpu_seconds();
     let before = operator.scrape().await?;
     let mark = plane.audit_mark()?;
 
@@ -580,6 +645,8 @@ async fn run_one(
     }
     let converged_after = started.elapsed();
     let converge_usage = operator.usage()?;
+    let machine_busy_to_converge = machine::busy_cpu_seconds() - busy_at_start;
+    let servers_at_convergence = server_usage(&plane)?;
     let at_convergence = operator.scrape().await?;
     // The watches stop here: the idle passes measure the operator alone.
     let watched = tracker.snapshot();
@@ -594,13 +661,13 @@ async fn run_one(
 
     let quiet = settle(&label, &mut operator, count).await?;
     let resync = match flavor {
-        Flavor::Ours => {
+        Flavor::Ours if config.resync_pass => {
             progress(&format!("{label}: idle; waiting for one resync ({} s)", resync_every.as_secs()));
             let limit = resync_every + idle_pass_timeout(count);
             let pass = idle_pass(&label, &plane, &mut operator, count, quiet, limit).await?;
             Some(pass)
         }
-        Flavor::Go => None,
+        Flavor::Ours | Flavor::Go => None,
     };
     let quiet = settle(&label, &mut operator, count).await?;
     progress(&format!("{label}: idle; touching every CR"));
@@ -612,6 +679,7 @@ async fn run_one(
     }
 
     let end_usage = operator.usage()?;
+    let servers = server_rows(&servers_at_start, &servers_at_convergence, &server_usage(&plane)?);
     operator.stop();
     drop(plane);
 
@@ -642,6 +710,8 @@ async fn run_one(
         peak_rss_kib: end_usage.peak_rss_kib,
         idle_rss_kib: end_usage.rss_kib,
         cpu_to_converge: converge_usage.cpu_seconds - start_usage.cpu_seconds,
+        servers,
+        machine_busy_to_converge,
     };
     for (name, pass) in [("resync", row.resync.as_ref()), ("touch", Some(&row.touch))] {
         if let Some(pass) = pass.filter(|p| p.audit.child_writes + p.audit.status_writes > 0) {
@@ -879,6 +949,40 @@ fn table(rows: &[Row], config: &Config, samples: &[Sample], machine: &str) -> St
     out
 }
 
+/// Where the machine's CPU went until convergence, and each process's peak.
+fn servers_table(rows: &[Row]) -> String {
+    let cores = machine::cores() as f64;
+    let mut out = format!(
+        "\nThe machine from the first create to convergence: CPU seconds of the operator, the API server and \
+         etcd, the whole machine's busy CPU seconds (everyone's: the bench's own watches and creates are the \
+         rest), each as a share of what {cores:.0} cores offer over that time; peak RSS of each process.\n\n\
+         | operator | CRs | converged | operator CPU | API server CPU | etcd CPU | machine busy | peak RSS: operator, API server, etcd |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|\n"
+    );
+    for row in rows {
+        let offered = row.converged.as_secs_f64() * cores;
+        let share = |seconds: f64| format!("{seconds:.1} s ({:.0} %)", 100.0 * seconds / offered.max(f64::EPSILON));
+        let server = |name: &str| row.servers.iter().find(|s| s.name == name);
+        let server_cpu = |name: &str| server(name).map_or_else(|| "–".into(), |s| share(s.cpu_to_converge));
+        let server_peak =
+            |name: &str| server(name).map_or_else(|| "–".into(), |s| format!("{:.0}", mib(s.peak_rss_kib)));
+        out.push_str(&format!(
+            "| {} | {} | {:.1} s | {} | {} | {} | {} | {:.0}, {}, {} MiB |\n",
+            row.flavor.label(),
+            row.crs,
+            row.converged.as_secs_f64(),
+            share(row.cpu_to_converge),
+            server_cpu("kube-apiserver"),
+            server_cpu("etcd"),
+            share(row.machine_busy_to_converge),
+            mib(row.peak_rss_kib),
+            server_peak("kube-apiserver"),
+            server_peak("etcd"),
+        ));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -888,6 +992,17 @@ mod tests {
         assert_eq!(default_resync_period(100), Duration::from_secs(30));
         assert_eq!(default_resync_period(1000), Duration::from_secs(60));
         assert_eq!(default_resync_period(10_000), Duration::from_secs(600));
+    }
+
+    #[test]
+    fn without_the_resync_pass_no_resync_falls_in_the_run_unless_asked() {
+        let root = Path::new("/repo");
+        let args = |list: &[&str]| parse_args(root, list.iter().map(|a| a.to_string())).expect("parses");
+        assert_eq!(resync_period(&args(&[]), 100_000), Duration::from_secs(6000));
+        assert_eq!(resync_period(&args(&["--no-resync-pass"]), 100_000), NO_RESYNC);
+        let given = args(&["--no-resync-pass", "--resync-period", "2m"]);
+        assert_eq!(resync_period(&given, 100_000), Duration::from_secs(120));
+        assert!(!given.resync_pass);
     }
 
     #[test]

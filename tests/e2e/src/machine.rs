@@ -35,3 +35,25 @@ pub fn load_now() -> f64 {
         .and_then(|l| l.split_whitespace().next().and_then(|v| v.parse().ok()))
         .unwrap_or(f64::NAN)
 }
+
+/// CPU seconds every core of the machine has been busy since boot (all of
+/// /proc/stat's `cpu` line but idle and iowait): with the wall time, how
+/// much of the machine a run took, whoever took it.
+pub fn busy_cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let ticks: Vec<u64> = stat
+        .lines()
+        .find_map(|l| l.strip_prefix("cpu "))
+        .map(|rest| rest.split_whitespace().filter_map(|v| v.parse().ok()).collect())
+        .unwrap_or_default();
+    // user nice system idle iowait irq softirq steal (guest is in user).
+    let busy: u64 = ticks.iter().take(8).enumerate().filter(|(i, _)| *i != 3 && *i != 4).map(|(_, t)| t).sum();
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    busy as f64 / hz
+}
+
+/// Cores the machine has.
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}

@@ -77,10 +77,33 @@ pub struct OperatorProcess {
     stopped: bool,
 }
 
+#[derive(Debug, Clone, Copy)]
 pub struct Usage {
     pub peak_rss_kib: u64,
     pub rss_kib: u64,
     pub cpu_seconds: f64,
+}
+
+/// Peak and current RSS, and CPU seconds (user + system) so far, of any
+/// process: an operator, or the API server and etcd beside it.
+pub fn usage_of(pid: u32) -> std::io::Result<Usage> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let kib = |field: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(field))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    };
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // Fields after the command (which may hold spaces) start at field 3.
+    let fields: Vec<&str> =
+        stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
+    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    // utime and stime are fields 14 and 15, i.e. 11 and 12 after the command.
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    Ok(Usage { peak_rss_kib: kib("VmHWM:"), rss_kib: kib("VmRSS:"), cpu_seconds: (ticks(11) + ticks(12)) as f64 / hz })
 }
 
 /// What the bench reads from an operator's /metrics.
@@ -208,30 +231,7 @@ impl OperatorProcess {
 
     /// Peak and current RSS, and CPU seconds (user + system) so far.
     pub fn usage(&self) -> Result<Usage, ProcessError> {
-        let pid = self.pid();
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
-            .map_err(io("reading the operator's /proc status"))?;
-        let kib = |field: &str| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(field))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-                .unwrap_or(0)
-        };
-        let stat =
-            std::fs::read_to_string(format!("/proc/{pid}/stat")).map_err(io("reading the operator's /proc stat"))?;
-        // Fields after the command (which may hold spaces) start at field 3.
-        let fields: Vec<&str> =
-            stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
-        let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-        // utime and stime are fields 14 and 15, i.e. 11 and 12 after the command.
-        // SAFETY: sysconf has no preconditions.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-        Ok(Usage {
-            peak_rss_kib: kib("VmHWM:"),
-            rss_kib: kib("VmRSS:"),
-            cpu_seconds: (ticks(11) + ticks(12)) as f64 / hz,
-        })
+        usage_of(self.pid()).map_err(io("reading the operator's /proc status"))
     }
 
     pub fn stop(&mut self) {
