@@ -348,8 +348,12 @@ impl ControlPlane {
                     // handler returns, so a test rarely has to wait for it.
                     "--audit-log-mode",
                     "blocking",
+                    // In megabytes; 0 would mean lumberjack's default of
+                    // 100 MB, after which the log rotates and a mark taken
+                    // before points into the new file (a run at 100,000
+                    // CRs writes several GB).
                     "--audit-log-maxsize",
-                    "0",
+                    "1000000",
                 ]
                 .map(String::from),
             );
