@@ -657,7 +657,24 @@ async fn run_one(
     let cached_objects = count + watched.children + count_secrets(&admin, &namespaces).await?;
     plane.audit_sync().await?;
     let audit = AuditCounts::of(&plane.audit_events_since(mark)?);
-    progress(&format!("{label}: converged after {:.1}s", converged_after.as_secs_f64()));
+    // Logged now too: a run that dies in its idle passes (at 100,000 CRs
+    // the API server can outgrow the machine) keeps what it measured.
+    let servers_now: Vec<String> = servers_at_convergence
+        .iter()
+        .filter_map(|(name, now)| {
+            let before = servers_at_start.iter().find(|(n, _)| n == name)?.1;
+            Some(format!("{name} {:.1} CPU s, {:.0} MiB", now.cpu_seconds - before.cpu_seconds, mib(now.rss_kib)))
+        })
+        .collect();
+    progress(&format!(
+        "{label}: converged after {:.1}s; operator {:.1} CPU s, RSS {:.0} MiB (peak {:.0}); {}; machine busy {:.1} CPU s",
+        converged_after.as_secs_f64(),
+        converge_usage.cpu_seconds - start_usage.cpu_seconds,
+        mib(converge_usage.rss_kib),
+        mib(converge_usage.peak_rss_kib),
+        servers_now.join(", "),
+        machine_busy_to_converge,
+    ));
 
     let quiet = settle(&label, &mut operator, count).await?;
     let resync = match flavor {
