@@ -62,4 +62,8 @@ fi
 # Memcached module must import nothing; others may import the contract's log.
 only=()
 if [ "$package" = memcached-logic ]; then only=(--no-imports); fi
-cargo run --quiet --release -p wasm-operator -- componentize "$core" "$out" "${only[@]}"
+# Built as every other build here is (`--workspace --bin`), with the
+# workspace's features: `cargo run -p` would resolve them anew and rebuild
+# wasmtime and kube for it.
+cargo build --quiet --release --workspace --bin wasm-operator
+target/release/wasm-operator componentize "$core" "$out" "${only[@]}"
