@@ -371,21 +371,16 @@ fn server_usage(plane: &ControlPlane) -> Result<Vec<(&'static str, Usage)>, Benc
         .collect()
 }
 
-/// Each server's CPU from `start` to `converged`, and its peak RSS at `end`.
-fn server_rows(
-    start: &[(&'static str, Usage)],
-    converged: &[(&'static str, Usage)],
-    end: &[(&'static str, Usage)],
-) -> Vec<ServerUsage> {
-    let find = |list: &[(&'static str, Usage)], name: &str| list.iter().find(|(n, _)| *n == name).map(|(_, u)| *u);
+/// Each server's CPU from `start` to `converged`, and its peak RSS so far.
+fn server_rows(start: &[(&'static str, Usage)], converged: &[(&'static str, Usage)]) -> Vec<ServerUsage> {
     start
         .iter()
         .filter_map(|(name, before)| {
-            let after = find(converged, name)?;
+            let (_, after) = converged.iter().find(|(n, _)| n == name)?;
             Some(ServerUsage {
                 name,
                 cpu_to_converge: after.cpu_seconds - before.cpu_seconds,
-                peak_rss_kib: find(end, name).unwrap_or(after).peak_rss_kib,
+                peak_rss_kib: after.peak_rss_kib,
             })
         })
         .collect()
@@ -646,7 +641,7 @@ async fn run_one(
     let converged_after = started.elapsed();
     let converge_usage = operator.usage()?;
     let machine_busy_to_converge = machine::busy_cpu_seconds() - busy_at_start;
-    let servers_at_convergence = server_usage(&plane)?;
+    let mut servers = server_rows(&servers_at_start, &server_usage(&plane)?);
     let at_convergence = operator.scrape().await?;
     // The watches stop here: the idle passes measure the operator alone.
     let watched = tracker.snapshot();
@@ -659,12 +654,9 @@ async fn run_one(
     let audit = AuditCounts::of(&plane.audit_events_since(mark)?);
     // Logged now too: a run that dies in its idle passes (at 100,000 CRs
     // the API server can outgrow the machine) keeps what it measured.
-    let servers_now: Vec<String> = servers_at_convergence
+    let servers_now: Vec<String> = servers
         .iter()
-        .filter_map(|(name, now)| {
-            let before = servers_at_start.iter().find(|(n, _)| n == name)?.1;
-            Some(format!("{name} {:.1} CPU s, {:.0} MiB", now.cpu_seconds - before.cpu_seconds, mib(now.rss_kib)))
-        })
+        .map(|s| format!("{} {:.1} CPU s, peak {:.0} MiB", s.name, s.cpu_to_converge, mib(s.peak_rss_kib)))
         .collect();
     progress(&format!(
         "{label}: converged after {:.1}s; operator {:.1} CPU s, RSS {:.0} MiB (peak {:.0}); {}; machine busy {:.1} CPU s",
@@ -696,7 +688,12 @@ async fn run_one(
     }
 
     let end_usage = operator.usage()?;
-    let servers = server_rows(&servers_at_start, &servers_at_convergence, &server_usage(&plane)?);
+    // The servers' peaks over the whole run, idle passes included.
+    for (name, usage) in server_usage(&plane)? {
+        if let Some(server) = servers.iter_mut().find(|s| s.name == name) {
+            server.peak_rss_kib = usage.peak_rss_kib;
+        }
+    }
     operator.stop();
     drop(plane);
 

@@ -3,7 +3,7 @@
 
 /// Cores, CPU model, RAM and the load averages now.
 pub fn describe() -> String {
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
+    let cores = cores();
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let model = cpuinfo
         .lines()
@@ -48,9 +48,7 @@ pub fn busy_cpu_seconds() -> f64 {
         .unwrap_or_default();
     // user nice system idle iowait irq softirq steal (guest is in user).
     let busy: u64 = ticks.iter().take(8).enumerate().filter(|(i, _)| *i != 3 && *i != 4).map(|(_, t)| t).sum();
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    busy as f64 / hz
+    busy as f64 / memcached_e2e::operators::clock_ticks_per_second()
 }
 
 /// Cores the machine has.

@@ -101,9 +101,14 @@ pub fn usage_of(pid: u32) -> std::io::Result<Usage> {
         stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
     let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
     // utime and stime are fields 14 and 15, i.e. 11 and 12 after the command.
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let hz = clock_ticks_per_second();
     Ok(Usage { peak_rss_kib: kib("VmHWM:"), rss_kib: kib("VmRSS:"), cpu_seconds: (ticks(11) + ticks(12)) as f64 / hz })
+}
+
+/// The unit of /proc's CPU times.
+pub fn clock_ticks_per_second() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64
 }
 
 /// What the bench reads from an operator's /metrics.
