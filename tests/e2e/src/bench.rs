@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! bench-e2e [--counts 1000,10000] [--namespaces 4] [--concurrency 8] [--create-concurrency 32]
-//!           [--resync-period 60s] [--no-resync-pass] [--only-ours | --only-go]
+//!           [--resync-period 60s] [--no-resync-pass] [--no-touch-pass] [--only-ours | --only-go]
 //!           [--out target/bench-e2e/results.md]
 //! ```
 //!
@@ -36,7 +36,8 @@
 //!   every 10 h); `--no-resync-pass` skips it (and sets the period to 10 h
 //!   unless `--resync-period` is given): 100 minutes at 100,000 CRs;
 //! - both: writes during an idle touch, an annotation added to every CR,
-//!   which changes nothing either operator renders;
+//!   which changes nothing either operator renders (`--no-touch-pass` skips
+//!   it: at 100,000 CRs the API server outgrows 24 GiB during it);
 //! - peak RSS (VmHWM), RSS at convergence, CPU seconds to converge, and
 //!   memory per CR and per cached object (RSS after the idle passes minus
 //!   RSS before the first CR, over N or over the objects the operator caches:
@@ -112,9 +113,12 @@ struct Config {
     flavors: Vec<Flavor>,
     /// Ours waits for one idle resync after converging (`--no-resync-pass`: not).
     resync_pass: bool,
+    /// Every CR is touched once idle (`--no-touch-pass`: not; at 100,000
+    /// CRs the API server's memory for the touch outgrows a 24 GiB machine).
+    touch_pass: bool,
 }
 
-const USAGE: &str = "usage: bench-e2e [--counts 1000,10000] [--namespaces 4] [--concurrency 8] [--create-concurrency 32] [--resync-period 60s] [--no-resync-pass] [--only-ours | --only-go] [--out FILE]";
+const USAGE: &str = "usage: bench-e2e [--counts 1000,10000] [--namespaces 4] [--concurrency 8] [--create-concurrency 32] [--resync-period 60s] [--no-resync-pass] [--no-touch-pass] [--only-ours | --only-go] [--out FILE]";
 
 fn parse_args(root: &Path, mut args: impl Iterator<Item = String>) -> Result<Config, BenchError> {
     let mut config = Config {
@@ -127,6 +131,7 @@ fn parse_args(root: &Path, mut args: impl Iterator<Item = String>) -> Result<Con
         operator: root.join("target/release/memcached-operator"),
         flavors: vec![Flavor::Ours, Flavor::Go],
         resync_pass: true,
+        touch_pass: true,
     };
     let usage = |message: String| BenchError::Usage(format!("{message}\n{USAGE}"));
     while let Some(arg) = args.next() {
@@ -167,6 +172,7 @@ fn parse_args(root: &Path, mut args: impl Iterator<Item = String>) -> Result<Con
             "--out" => config.out = PathBuf::from(value()?),
             "--operator" => config.operator = PathBuf::from(value()?),
             "--no-resync-pass" => config.resync_pass = false,
+            "--no-touch-pass" => config.touch_pass = false,
             "--only-ours" => config.flavors = vec![Flavor::Ours],
             "--only-go" => config.flavors = vec![Flavor::Go],
             "-h" | "--help" => return Err(BenchError::Usage(USAGE.into())),
@@ -330,7 +336,8 @@ struct Row {
     resync: Option<IdlePass>,
     /// Ours' `--resync-period`.
     resync_period: Duration,
-    touch: IdlePass,
+    /// None with `--no-touch-pass`.
+    touch: Option<IdlePass>,
     /// The 1-minute load average when its control plane started.
     load_at_start: f64,
     /// What the operator caches, counted from the API server at
@@ -409,7 +416,7 @@ impl Row {
     /// Writes of the idle passes to children and status (events and leases
     /// apart): both should be 0.
     fn idle_writes(&self) -> usize {
-        self.resync.iter().chain(Some(&self.touch)).map(|pass| pass.audit.state_writes()).sum()
+        self.resync.iter().chain(&self.touch).map(|pass| pass.audit.state_writes()).sum()
     }
 }
 
@@ -678,14 +685,19 @@ async fn run_one(
         }
         Flavor::Ours | Flavor::Go => None,
     };
-    let quiet = settle(&label, &mut operator, count).await?;
-    progress(&format!("{label}: idle; touching every CR"));
-    let touching = tokio::spawn(touch_all(admin.clone(), count, namespaces.clone(), config.create_concurrency));
-    let touch = idle_pass(&label, &plane, &mut operator, count, quiet, idle_pass_timeout(count)).await?;
-    match touching.await {
-        Ok(result) => result?,
-        Err(join) => return Err(BenchError::Usage(format!("touching the CRs: {join}"))),
-    }
+    let touch = if config.touch_pass {
+        let quiet = settle(&label, &mut operator, count).await?;
+        progress(&format!("{label}: idle; touching every CR"));
+        let touching = tokio::spawn(touch_all(admin.clone(), count, namespaces.clone(), config.create_concurrency));
+        let touch = idle_pass(&label, &plane, &mut operator, count, quiet, idle_pass_timeout(count)).await?;
+        match touching.await {
+            Ok(result) => result?,
+            Err(join) => return Err(BenchError::Usage(format!("touching the CRs: {join}"))),
+        }
+        Some(touch)
+    } else {
+        None
+    };
 
     let end_usage = operator.usage()?;
     // The servers' peaks over the whole run, idle passes included.
@@ -727,7 +739,7 @@ async fn run_one(
         servers,
         machine_busy_to_converge,
     };
-    for (name, pass) in [("resync", row.resync.as_ref()), ("touch", Some(&row.touch))] {
+    for (name, pass) in [("resync", row.resync.as_ref()), ("touch", row.touch.as_ref())] {
         if let Some(pass) = pass.filter(|p| p.audit.child_writes + p.audit.status_writes > 0) {
             progress(&format!(
                 "{label}: WRITES DURING THE IDLE {name}: {} children, {} status, other {:?} (see {})",
@@ -943,7 +955,7 @@ fn table(rows: &[Row], config: &Config, samples: &[Sample], machine: &str) -> St
                 Some(pass) => format!("({} s) {}", row.resync_period.as_secs(), idle_cell(Some(pass))),
                 None => idle_cell(None),
             },
-            idle_cell(Some(&row.touch)),
+            idle_cell(row.touch.as_ref()),
             row.cached_objects,
             mib(row.start_rss_kib),
             mib(row.converged_rss_kib),
@@ -1017,6 +1029,16 @@ mod tests {
         let given = args(&["--no-resync-pass", "--resync-period", "2m"]);
         assert_eq!(resync_period(&given, 100_000), Duration::from_secs(120));
         assert!(!given.resync_pass);
+    }
+
+    #[test]
+    fn the_touch_pass_runs_unless_skipped() {
+        let root = Path::new("/repo");
+        let args = |list: &[&str]| parse_args(root, list.iter().map(|a| a.to_string())).expect("parses");
+        assert!(args(&[]).touch_pass);
+        let skipped = args(&["--no-touch-pass"]);
+        assert!(!skipped.touch_pass);
+        assert!(skipped.resync_pass);
     }
 
     #[test]
