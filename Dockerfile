@@ -14,8 +14,8 @@ COPY . .
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
     bash scripts/build-wasm.sh \
-    && cargo build --release --locked -p memcached-operator -p wasm-operator \
-    && cp target/release/memcached-operator target/release/wasm-operator /usr/local/bin/ \
+    && cargo build --profile ship --locked -p memcached-operator -p wasm-operator \
+    && cp target/ship/memcached-operator target/ship/wasm-operator /usr/local/bin/ \
     && mkdir -p /opt/memcached-operator \
     && memcached-operator precompile -o /opt/memcached-operator/memcached.cwasm
 

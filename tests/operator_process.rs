@@ -173,6 +173,33 @@ async fn two_replicas_share_one_lease_and_stop_gracefully_on_sigterm() {
     assert_eq!(standby.exit_code().await, Some(0));
 }
 
+/// A standby queues no wake while it waits (its caches follow every change,
+/// and nothing drains the queue until it leads); what changed meanwhile is
+/// reconciled once it leads, from its controller's first list.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_made_while_the_standby_waited_is_reconciled_once_it_leads() {
+    let ns = TestNamespace::new("standby").await;
+    ns.create_memcached("kept", json!({"replicas": 1})).await;
+    let leader = Process::start(&ns);
+    let first = ns.wait_for("Deployment", "kept").await;
+    let mut standby = Process::start(&ns);
+    standby.wait_log("another replica is the leader; waiting").await;
+
+    // The leader freezes with the lease: only the standby sees the child go.
+    let pid = i32::try_from(leader.child.id()).expect("a pid");
+    // SAFETY: sending a signal to our own child process.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
+    let deployments = ns.api(&resource_of("Deployment"));
+    deployments.delete("kept", &Default::default()).await.expect("deleting the Deployment");
+
+    // Once the frozen leader's lease runs out, the standby leads and puts it back.
+    standby.wait_log("became the leader").await;
+    let again = ns.wait_for("Deployment", "kept").await;
+    assert_ne!(again.metadata.uid, first.metadata.uid, "created again, not the one deleted");
+    standby.terminate();
+    assert_eq!(standby.exit_code().await, Some(0));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_modules_log_lines_and_its_panic_message_reach_the_log_and_the_event() {
     let ns = TestNamespace::new("module-log").await;

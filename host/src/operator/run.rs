@@ -24,7 +24,7 @@ use crate::operator::metrics::Metrics;
 use crate::operator::own_writes::OwnWrites;
 use crate::operator::references::ReferenceIndex;
 use crate::operator::serving::Serving;
-use crate::operator::watching::triggers::Triggers;
+use crate::operator::watching::triggers::{Triggers, Wakes};
 use crate::operator::{Context, OperatorError, Options, events, hot_swap, http, logic_modules, recording, status};
 
 /// One module, set up: the version it starts on with its caches
@@ -36,6 +36,8 @@ struct Prepared {
     parent_kind: Kind,
     serving: Arc<ArcSwap<Serving>>,
     triggers: Arc<dyn CacheEvents>,
+    /// Opened when its controller starts (the replica leads).
+    wakes: Arc<Wakes>,
     references: Arc<ReferenceIndex>,
     own_writes: Arc<OwnWrites>,
     requeue: mpsc::UnboundedSender<ObjectRef<CachedObject>>,
@@ -64,13 +66,13 @@ fn prepare(
     let (parents_tx, parents) = mpsc::unbounded_channel();
     let (everything_tx, everything) = mpsc::unbounded_channel();
     let swap = Arc::new(hot_swap::SwapState::new(metrics.for_module(&name)));
+    let wakes = Arc::new(Wakes::closed(parents_tx.clone(), everything_tx));
     let triggers: Arc<dyn CacheEvents> = Arc::new(Triggers {
         parent: parent_kind.clone(),
         serving: serving.clone(),
         references: references.clone(),
         own_writes: own_writes.clone(),
-        parents: parents_tx.clone(),
-        everything: everything_tx,
+        wakes: wakes.clone(),
         swap: swap.clone(),
     });
     let started = serving.load_full();
@@ -93,6 +95,7 @@ fn prepare(
         parent_kind,
         serving,
         triggers,
+        wakes,
         references,
         own_writes,
         requeue: parents_tx,
@@ -355,6 +358,9 @@ pub async fn run(
             let task = hot_swap::watch_file(ctx.clone(), file.clone(), prepared.slot.allow_precompiled());
             AbortOnDrop(tokio::spawn(task))
         });
+        // Changes from here on wake parents; the controller's first list
+        // reconciles every parent for what came before.
+        prepared.wakes.open();
         let controller = controller_for(
             ctx,
             parent_writer,
