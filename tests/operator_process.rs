@@ -192,8 +192,12 @@ async fn a_change_made_while_the_standby_waited_is_reconciled_once_it_leads() {
     let deployments = ns.api(&resource_of("Deployment"));
     deployments.delete("kept", &Default::default()).await.expect("deleting the Deployment");
 
-    // Once the frozen leader's lease runs out, the standby leads and puts it back.
-    standby.wait_log("became the leader").await;
+    // Once the frozen leader's lease runs out (15 s), the standby leads and
+    // puts it back; a loaded machine may take longer than one `WAIT`.
+    eventually_within(Duration::from_secs(90), "the standby to lead", || async {
+        standby.logs().into_iter().find(|line| line["message"] == json!("became the leader"))
+    })
+    .await;
     let again = ns.wait_for("Deployment", "kept").await;
     assert_ne!(again.metadata.uid, first.metadata.uid, "created again, not the one deleted");
     standby.terminate();
