@@ -77,13 +77,14 @@ WORKSPACE_BUILD := $(CARGO) build --release --workspace
 $(HOST): $(HOST_SOURCES)
 	$(WORKSPACE_BUILD) --bin wasm-operator
 
-$(OPERATOR): $(WASM) $(HOST_SOURCES) $(shell find memcached-operator/src -type f) memcached-operator/Cargo.toml memcached-operator/build.rs
+OPERATOR_SOURCES := $(WASM) $(HOST_SOURCES) $(shell find memcached-operator/src -type f) memcached-operator/Cargo.toml memcached-operator/build.rs
+$(OPERATOR): $(OPERATOR_SOURCES)
 	$(WORKSPACE_BUILD) --bin memcached-operator
 
 # The operator as the Dockerfile ships it (Cargo.toml's `ship` profile: fat LTO), which the end-to-end
-# benchmarks measure; ~18 minutes cold on 2 cores, so only they build it.
+# benchmarks measure; 12-18 minutes cold on 2 cores, so only they build it.
 SHIP_OPERATOR := target/ship/memcached-operator
-$(SHIP_OPERATOR): $(WASM) $(HOST_SOURCES) $(shell find memcached-operator/src -type f) memcached-operator/Cargo.toml memcached-operator/build.rs Cargo.toml
+$(SHIP_OPERATOR): $(OPERATOR_SOURCES) Cargo.toml
 	$(CARGO) build --profile ship --workspace --bin memcached-operator
 
 # The local control plane's binary (tests/control-plane), for `make run`.
@@ -307,7 +308,7 @@ render-samples: $(OPERATOR)
 ## or --only-go for one operator; about 45 minutes in all on 2 cores; not part of make test)
 COUNTS ?= 1000,10000
 BENCH_FLAGS ?=
-bench-e2e: $(OPERATOR) $(SHIP_OPERATOR) go-operator
+bench-e2e: $(SHIP_OPERATOR) go-operator
 	$(WORKSPACE_BUILD) --bin bench-e2e
 	target/release/bench-e2e --operator $(SHIP_OPERATOR) --counts $(COUNTS) $(BENCH_FLAGS)
 
@@ -315,7 +316,7 @@ bench-e2e: $(OPERATOR) $(SHIP_OPERATOR) go-operator
 ## waiting at 100,000) or the idle touch (the API server outgrows 24 GiB during it at 100,000); its
 ## growth between the two and the API server's and etcd's share; about an hour on 2 cores and ~20 GiB
 ## of RAM at the peak; tables in target/bench-e2e/results-100k.md
-bench-100k: $(OPERATOR) $(SHIP_OPERATOR)
+bench-100k: $(SHIP_OPERATOR)
 	$(WORKSPACE_BUILD) --bin bench-e2e
 	target/release/bench-e2e --operator $(SHIP_OPERATOR) --counts 10000,100000 --only-ours --no-resync-pass --no-touch-pass --out target/bench-e2e/results-100k.md
 

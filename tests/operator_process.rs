@@ -66,7 +66,11 @@ impl Process {
     }
 
     async fn wait_log(&self, message: &str) -> Value {
-        eventually(&format!("the log line {message:?}"), || async {
+        self.wait_log_within(operator_support::WAIT, message).await
+    }
+
+    async fn wait_log_within(&self, wait: Duration, message: &str) -> Value {
+        eventually_within(wait, &format!("the log line {message:?}"), || async {
             self.logs().into_iter().find(|line| line["message"] == json!(message))
         })
         .await
@@ -194,10 +198,7 @@ async fn a_change_made_while_the_standby_waited_is_reconciled_once_it_leads() {
 
     // Once the frozen leader's lease runs out (15 s), the standby leads and
     // puts it back; a loaded machine may take longer than one `WAIT`.
-    eventually_within(Duration::from_secs(90), "the standby to lead", || async {
-        standby.logs().into_iter().find(|line| line["message"] == json!("became the leader"))
-    })
-    .await;
+    standby.wait_log_within(Duration::from_secs(90), "became the leader").await;
     let again = ns.wait_for("Deployment", "kept").await;
     assert_ne!(again.metadata.uid, first.metadata.uid, "created again, not the one deleted");
     standby.terminate();
