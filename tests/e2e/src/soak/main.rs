@@ -113,10 +113,13 @@ pub struct Config {
     /// The operators' `--concurrency`; None for the operator's default,
     /// which is what a soak should try unless asked otherwise.
     pub concurrency: Option<u16>,
+    /// Off with `--no-faults`: churn alone, one leader throughout, for a
+    /// drift figure over the whole run (a fault-free baseline).
+    pub faults: bool,
     pub out: PathBuf,
 }
 
-const USAGE: &str = "usage: soak [--minutes 60] [--crs 1000] [--seed 22] [--namespaces 4] [--changes-per-second 1] [--concurrency N] [--out FILE]";
+const USAGE: &str = "usage: soak [--minutes 60] [--crs 1000] [--seed 22] [--namespaces 4] [--changes-per-second 1] [--concurrency N] [--no-faults] [--out FILE]";
 
 fn parse_args(root: &Path, mut args: impl Iterator<Item = String>) -> Result<Config, SoakError> {
     let mut config = Config {
@@ -126,6 +129,7 @@ fn parse_args(root: &Path, mut args: impl Iterator<Item = String>) -> Result<Con
         namespaces: 4,
         changes_per_second: 1.0,
         concurrency: None,
+        faults: true,
         out: root.join("target/soak/results.md"),
     };
     let usage = |message: String| SoakError::Usage(format!("{message}\n{USAGE}"));
@@ -158,6 +162,7 @@ fn parse_args(root: &Path, mut args: impl Iterator<Item = String>) -> Result<Con
                 config.concurrency = Some(text.parse().ok().filter(|n| *n > 0).ok_or_else(|| bad(&text))?);
             }
             "--out" => config.out = PathBuf::from(value()?),
+            "--no-faults" => config.faults = false,
             "-h" | "--help" => return Err(SoakError::Usage(USAGE.into())),
             other => return Err(usage(format!("unknown argument {other:?}"))),
         }
@@ -480,7 +485,8 @@ async fn run(root: &Path, config: &Config) -> Result<bool, SoakError> {
     let soak_started = Instant::now();
     let churn_task =
         tokio::spawn(churn(admin.clone(), world.clone(), shared.clone(), config.seed, config.changes_per_second));
-    let mut timeline = Timeline::draw(config.seed, duration);
+    let mut timeline =
+        if config.faults { Timeline::draw(config.seed, duration) } else { Timeline { events: Vec::new() } };
     progress(&format!("fault timeline (s from now): {}", timeline.describe()));
     let mut faults = Vec::new();
     let mut kills = Vec::new();
