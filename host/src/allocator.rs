@@ -55,29 +55,6 @@ pub fn heap_use() -> Option<HeapUse> {
     None
 }
 
-/// How often freed heap memory is given back, and how much must be free
-/// first (below that, a trim is not worth its walk of the free lists).
-const TRIM_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
-const TRIM_WHEN_FREE_BYTES: u64 = 1 << 20;
-
-/// Gives the system back, every 30 s, the pages of heap memory freed since:
-/// glibc returns only the top of its heap by itself, so after a burst (a
-/// Secret rotation rolling hundreds of Deployments at once, a swap's plan)
-/// the freed middle stayed resident for good, ~6-10 MiB at a thousand
-/// parents (issue 22's soak: a step up after each burst, then a plateau).
-/// `malloc_trim` unmaps the whole free pages inside free chunks; they cost
-/// a page fault when used again.
-pub async fn give_back_freed_memory() {
-    let mut every = tokio::time::interval(TRIM_EVERY);
-    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        every.tick().await;
-        if heap_use().is_some_and(|heap| heap.free >= TRIM_WHEN_FREE_BYTES) {
-            trim();
-        }
-    }
-}
-
 /// Unmaps the whole free pages of the heap; elsewhere than glibc on Linux
 /// it does nothing.
 pub fn trim() {

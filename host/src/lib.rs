@@ -7,6 +7,7 @@
 pub mod allocator;
 pub mod authoring;
 pub mod cli;
+pub mod give_back;
 pub mod modules;
 pub mod operator;
 pub mod planning;

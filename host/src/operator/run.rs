@@ -302,8 +302,8 @@ pub async fn run(
         Ok(bytes) => tracing::debug!(kib = bytes / 1024, "released the binary's pages only the start touched"),
         Err(error) => tracing::warn!(%error, "could not release the binary's start-up pages"),
     }
-    // Bursts free memory in the middle of the heap; it goes back to the system.
-    let _trimming = AbortOnDrop(tokio::spawn(crate::allocator::give_back_freed_memory()));
+    // From now on, what bursts free and rare work maps goes back every 30 s.
+    let _giving_back = AbortOnDrop(tokio::spawn(crate::give_back::give_back_unused_memory()));
     readiness.set_ready();
     tracing::info!(kinds = all_caches.len(), "caches synced");
 
