@@ -151,8 +151,8 @@ struct Drift {
 /// reconciles lasts seconds: one 10-s sample that falls in either is no
 /// level, and drift is a change of level. Three minutes, not one: the
 /// soak rotates a Secret every minute, and a leader's heap in use sits
-/// ~2 MiB higher for the seconds each rotation's reconciles take; a
-/// one-minute window read that phase, not a level (a 10-minute run with
+/// ~2 MiB higher for a good part of each minute after it; a one-minute
+/// window read that phase, not a level (a 10-minute run with
 /// no faults read +4.1 % from heap in use 21.6 against 23.6 MiB, the same
 /// two states in another proportion).
 const LEVEL_WINDOW: Duration = Duration::from_secs(180);
@@ -207,7 +207,8 @@ const LEVEL_SPACING: Duration = Duration::from_secs(9);
 ///   between two states ~2 MiB apart (the Secret rotated every minute and
 ///   its reconciles), each about half the time, and a median read which
 ///   state held the majority of a window (a 10-minute run with no faults:
-///   +6.4 % by medians, +4.6 % by means, from the same samples).
+///   +6.4 % by medians of three minutes, +4.3 % by this level, from the
+///   same samples).
 fn level(samples: &[(Instant, u64)], from: Instant, to: Instant) -> Option<u64> {
     let mut within = Vec::new();
     let mut last_taken: Option<Instant> = None;
