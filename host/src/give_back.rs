@@ -21,18 +21,26 @@ use std::time::Duration;
 const EVERY: Duration = Duration::from_secs(30);
 const TRIM_WHEN_FREE_BYTES: u64 = 1 << 20;
 
-/// Runs until dropped, the first time a period from now.
+/// Runs until dropped: at once (what only the start touched of the binary,
+/// argument parsing, TLS setup, the first lists, need not stay resident),
+/// then every period.
 pub async fn give_back_unused_memory() {
-    let mut every = tokio::time::interval_at(tokio::time::Instant::now() + EVERY, EVERY);
+    let mut every = tokio::time::interval(EVERY);
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut warned = false;
     loop {
         every.tick().await;
         if crate::allocator::heap_use().is_some_and(|heap| heap.free >= TRIM_WHEN_FREE_BYTES) {
             crate::allocator::trim();
         }
         match crate::resident_pages::release_binary() {
-            Ok(bytes) => tracing::trace!(kib = bytes / 1024, "released the binary's pages"),
-            Err(error) => tracing::debug!(%error, "could not release the binary's pages"),
+            Ok(bytes) => tracing::debug!(kib = bytes / 1024, "released the binary's pages"),
+            // Once: it would fail the same way every period.
+            Err(error) if !warned => {
+                warned = true;
+                tracing::warn!(%error, "could not release the binary's pages");
+            }
+            Err(_) => {}
         }
     }
 }

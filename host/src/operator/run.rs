@@ -297,12 +297,8 @@ pub async fn run(
         () = caches_known => {}
         () = stopped() => return Ok(()),
     }
-    // Started: what only starting touched of the binary need not stay resident.
-    match crate::resident_pages::release_binary() {
-        Ok(bytes) => tracing::debug!(kib = bytes / 1024, "released the binary's pages only the start touched"),
-        Err(error) => tracing::warn!(%error, "could not release the binary's start-up pages"),
-    }
-    // From now on, what bursts free and rare work maps goes back every 30 s.
+    // Started: what only starting touched goes back now, and from then on
+    // what bursts free and rare work maps, every 30 s.
     let _giving_back = AbortOnDrop(tokio::spawn(crate::give_back::give_back_unused_memory()));
     readiness.set_ready();
     tracing::info!(kinds = all_caches.len(), "caches synced");
