@@ -164,7 +164,7 @@ fn binary() -> std::io::Result<PathBuf> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     const SMAPS: &str = "\
@@ -207,18 +207,34 @@ Anonymous:           100 kB
         assert!(releasable(SMAPS, binary("/opt/other")).is_empty());
     }
 
+    /// Held by a test that releases this binary's pages or counts them, so
+    /// that another's release does not land between its two counts.
+    pub(crate) static BINARY_PAGES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    /// The resident KiB of this test binary's releasable mappings; with
+    /// `touch_all`, after reading a byte of each of their pages.
+    pub(crate) fn binary_resident_kib(touch_all: bool) -> u64 {
+        let binary = binary().expect("/proc/self/exe");
+        let smaps = std::fs::read_to_string("/proc/self/smaps").expect("smaps");
+        let mappings = releasable(&smaps, |h| h.path.is_some_and(|p| Path::new(p) == binary));
+        if !touch_all {
+            return mappings.iter().map(|m| m.resident_kib).sum();
+        }
+        for mapping in &mappings {
+            for page in (mapping.start..mapping.end).step_by(PAGE) {
+                // SAFETY: a readable mapping of this process, read in place.
+                unsafe { std::ptr::read_volatile(page as *const u8) };
+            }
+        }
+        binary_resident_kib(false)
+    }
+
     /// This test binary's own pages: released, then mapped again as it runs on.
     #[cfg(target_os = "linux")]
     #[test]
     fn releasing_drops_the_binarys_resident_pages_and_the_process_runs_on() {
-        let binary = binary().expect("/proc/self/exe");
-        let resident = || {
-            let smaps = std::fs::read_to_string("/proc/self/smaps").expect("smaps");
-            releasable(&smaps, |h| h.path.is_some_and(|p| Path::new(p) == binary))
-                .iter()
-                .map(|m| m.resident_kib)
-                .sum::<u64>()
-        };
+        let _alone = BINARY_PAGES.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let resident = || binary_resident_kib(false);
         let before = resident();
         assert!(before > 0, "a running binary has resident code");
         let released = release_binary().expect("madvise");

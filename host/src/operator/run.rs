@@ -297,8 +297,9 @@ pub async fn run(
         () = caches_known => {}
         () = stopped() => return Ok(()),
     }
-    // Started: what only starting touched goes back now, and from then on
-    // what bursts free and rare work maps, every 30 s.
+    // Started: what only starting touched goes back now, before the
+    // readiness, and from then on what bursts free and rare work maps,
+    // every 30 s.
     let _giving_back = AbortOnDrop(tokio::spawn(crate::give_back::give_back_unused_memory()));
     readiness.set_ready();
     tracing::info!(kinds = all_caches.len(), "caches synced");
