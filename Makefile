@@ -47,7 +47,7 @@ STATIC_SITE_PY := target/static-site-py.wasm
 STATIC_SITE_MODULES := $(STATIC_SITE_RUST) $(STATIC_SITE_TS) $(STATIC_SITE_PY)
 TEST_MODULES := $(TEST_MODULE) $(TEST_MODULE_VARIANTS) $(PY_MODULE) $(TS_MODULE) $(STATIC_SITE_MODULES)
 
-.PHONY: all build wasm test manifests bench bench-e2e bench-100k bench-swap bench-plan bench-compile run render-samples envtest clean
+.PHONY: all build wasm test manifests bench bench-e2e bench-100k code-order bench-swap bench-plan bench-compile run render-samples envtest clean
 .PHONY: playground playground-serve test-embeddings test-browser test-python-module test-typescript lint test-authoring
 .PHONY: test-python-sdk lint-python
 .PHONY: fuzz test-fuzz
@@ -134,7 +134,8 @@ test-python-sdk: $(PY_SDK_DEPS)
 	cd sdk/python && PYTHONDONTWRITEBYTECODE=1 ../../$(PY_SDK_VENV)/bin/python -m pytest -q
 	$(MAKE) --no-print-directory lint-python
 
-## lint-python: ruff (lint and format) and mypy --strict on the Python SDK, the Echo and the StaticSite modules
+## lint-python: ruff (lint and format) and mypy --strict on the Python SDK, the Echo and the StaticSite modules;
+## ruff on scripts/code-order.py
 lint-python: $(PY_SDK_DEPS)
 	cd sdk/python && ../../$(PY_SDK_VENV)/bin/ruff check --no-cache . && ../../$(PY_SDK_VENV)/bin/ruff format --no-cache --check .
 	cd sdk/python && ../../$(PY_SDK_VENV)/bin/mypy --cache-dir ../../target/mypy-cache -p wasm_operator_sdk
@@ -144,6 +145,8 @@ lint-python: $(PY_SDK_DEPS)
 	$(PY_SDK_VENV)/bin/ruff check --no-cache --config sdk/python/pyproject.toml $(STATIC_SITE)/python
 	$(PY_SDK_VENV)/bin/ruff format --no-cache --check --config sdk/python/pyproject.toml $(STATIC_SITE)/python
 	cd $(STATIC_SITE)/python && MYPYPATH=../../../sdk/python/src ../../../$(PY_SDK_VENV)/bin/mypy --strict --cache-dir ../../../target/mypy-cache app.py
+	$(PY_SDK_VENV)/bin/ruff check --no-cache --config sdk/python/pyproject.toml scripts/code-order.py
+	$(PY_SDK_VENV)/bin/ruff format --no-cache --check --config sdk/python/pyproject.toml scripts/code-order.py
 
 $(PY_SDK_DEPS): sdk/python/requirements-dev.txt
 	python3 -m venv $(PY_SDK_VENV)
@@ -319,6 +322,13 @@ bench-e2e: $(SHIP_OPERATOR) go-operator
 bench-100k: $(SHIP_OPERATOR)
 	$(WORKSPACE_BUILD) --bin bench-e2e
 	target/release/bench-e2e --operator $(SHIP_OPERATOR) --counts 10000,100000 --only-ours --no-resync-pass --no-touch-pass --out target/bench-e2e/results-100k.md
+
+## code-order: rewrite host/link/serving-functions.txt, the functions the shipped operator runs while
+## serving, laid out first by the linker, from one 1000-CR run of it (needs root: it turns the disk's
+## readahead off for the run; a few minutes; run it after large changes to the host, then rebuild)
+code-order: $(SHIP_OPERATOR)
+	$(WORKSPACE_BUILD) --bin bench-e2e
+	python3 scripts/code-order.py $(SHIP_OPERATOR) host/link/serving-functions.txt
 
 ## bench-plan: `wasm-operator plan -f` of greeting v2 against v1 over 1000 and 10,000 parents
 ## (PLAN_COUNTS=...): wall time, CPU and peak memory (not part of make test)

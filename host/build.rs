@@ -1,7 +1,8 @@
 //! Embeds what `wasm-operator new` writes: the project templates
 //! (`host/templates/<lang>/`), each language's SDK and the contract, as
 //! `(set, relative path, contents)` in `$OUT_DIR/embedded.rs`. Build output,
-//! installed packages and caches are left out.
+//! installed packages and caches are left out. Links `wasm-operator` with
+//! the code it serves with laid out first (`link/code_order.rs`).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -54,8 +55,11 @@ fn collect(path: &Path, files: &mut Vec<PathBuf>) {
     }
 }
 
+include!("link/code_order.rs");
+
 fn main() {
     let manifest_dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    lay_out_serving_code_first(&manifest_dir);
     let repo = manifest_dir.parent().expect("host/ is in the repo").to_owned();
     let mut out = String::from("pub const FILES: &[(&str, &str, &str)] = &[\n");
     for (set, folder, entries) in SETS {
