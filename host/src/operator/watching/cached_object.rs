@@ -18,8 +18,8 @@ use kube::api::ApiResource;
 use kube::core::DynamicResourceScope;
 use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
+use serde_json::Value;
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
 
 use crate::operator::kinds::Kind;
 
@@ -48,8 +48,7 @@ impl CachedObject {
     /// heap full of such holes (issue 22: a leader's free heap grew from
     /// 3.6 to 10.8 MiB in 10 minutes of churn, its heap in use level).
     /// Here the block is built in a scratch buffer kept per thread.
-    fn pack(text: &str) -> Box<[u8]> {
-        let input = text.as_bytes();
+    fn pack(input: &[u8]) -> Box<[u8]> {
         let worst = 4 + lz4_flex::block::get_maximum_output_size(input.len());
         if worst > SCRATCH_MAX_BYTES {
             // Larger buffers are mapped and unmapped whole by the allocator.
@@ -136,44 +135,103 @@ impl CachedObject {
             .unwrap_or_default()
     }
 
-    /// Built from the members of a served object: `metadata` parsed (it is
-    /// small once managedFields go), every other member kept as the text it
-    /// came in, so a watch event costs no JSON tree of its spec and status.
-    fn assemble(metadata: Option<Map<String, Value>>, members: Vec<(String, Box<RawValue>)>) -> Self {
-        let mut json = String::from("{");
+    /// Built from the members of a served object, each kept as the text it
+    /// came in: a watch event costs no JSON tree of its spec, its status or
+    /// even its metadata (whose managedFields were most of the allocations
+    /// of decoding one).
+    fn assemble(metadata: Option<MetadataMembers>, members: Vec<(String, Box<RawValue>)>) -> Self {
+        let mut json = Vec::with_capacity(1024);
+        json.push(b'{');
         let mut meta = ObjectMeta::default();
-        if let Some(mut metadata) = metadata {
-            metadata.remove("managedFields");
-            meta = slim_metadata(&metadata);
-            json.push_str("\"metadata\":");
-            // A map of JSON values always serializes.
-            json.push_str(&serde_json::to_string(&metadata).unwrap_or_else(|_| "{}".to_owned()));
+        if let Some(metadata) = metadata {
+            meta = slim_metadata(&metadata.0);
+            json.extend_from_slice(b"\"metadata\":");
+            write_members(&mut json, &metadata.0);
         }
-        for (key, value) in members {
+        for member in &members {
             if json.len() > 1 {
-                json.push(',');
+                json.push(b',');
             }
-            json.push_str(&Value::from(key).to_string());
-            json.push(':');
-            json.push_str(value.get());
+            write_member(&mut json, member);
         }
-        json.push('}');
+        json.push(b'}');
         Self { metadata: meta, json: Self::pack(&json) }
     }
 }
 
+/// `{"key":value,...}`.
+fn write_members(json: &mut Vec<u8>, members: &[(String, Box<RawValue>)]) {
+    json.push(b'{');
+    for (n, member) in members.iter().enumerate() {
+        if n > 0 {
+            json.push(b',');
+        }
+        write_member(json, member);
+    }
+    json.push(b'}');
+}
+
+/// `"key":value`, the key escaped as JSON, the value as it came.
+fn write_member(json: &mut Vec<u8>, (key, value): &(String, Box<RawValue>)) {
+    // A string always serializes, and into a Vec nothing fails.
+    let _ = serde_json::to_writer(&mut *json, key);
+    json.push(b':');
+    json.extend_from_slice(value.get().as_bytes());
+}
+
+/// An object's metadata as its members' texts, without managedFields (no
+/// reconcile reads them). A member named twice is kept once, the last, as
+/// a JSON tree of it would (an API server never repeats one).
+struct MetadataMembers(Vec<(String, Box<RawValue>)>);
+
+impl<'de> Deserialize<'de> for MetadataMembers {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(MetadataVisitor)
+    }
+}
+
+struct MetadataVisitor;
+
+impl<'de> Visitor<'de> for MetadataVisitor {
+    type Value = MetadataMembers;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+        formatter.write_str("an object's metadata")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<MetadataMembers, A::Error> {
+        let mut members: Vec<(String, Box<RawValue>)> = Vec::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "managedFields" {
+                map.next_value::<IgnoredAny>()?;
+                continue;
+            }
+            let value = map.next_value::<Box<RawValue>>()?;
+            match members.iter_mut().find(|(seen, _)| *seen == key) {
+                Some(member) => member.1 = value,
+                None => members.push((key, value)),
+            }
+        }
+        Ok(MetadataMembers(members))
+    }
+}
+
 /// name, namespace, uid, resourceVersion, generation, deletionTimestamp and
-/// ownerReferences: what the host reads; the rest stays in the JSON.
-fn slim_metadata(meta: &Map<String, Value>) -> ObjectMeta {
-    let text = |key: &str| meta.get(key).and_then(Value::as_str).map(str::to_owned);
+/// ownerReferences: what the host reads; the rest stays in the JSON. Each
+/// is read as it would be from a JSON tree of the metadata (a member of
+/// the wrong type is absent).
+fn slim_metadata(members: &[(String, Box<RawValue>)]) -> ObjectMeta {
+    let raw = |key: &str| members.iter().find(|(name, _)| name == key).map(|(_, value)| value.get());
+    let text = |key: &str| raw(key).and_then(|value| serde_json::from_str::<String>(value).ok());
+    let tree = |key: &str| raw(key).and_then(|value| serde_json::from_str::<Value>(value).ok());
     ObjectMeta {
         name: text("name"),
         namespace: text("namespace"),
         uid: text("uid"),
         resource_version: text("resourceVersion"),
-        generation: meta.get("generation").and_then(Value::as_i64),
-        deletion_timestamp: meta.get("deletionTimestamp").and_then(|t| Time::deserialize(t).ok()),
-        owner_references: meta.get("ownerReferences").and_then(|r| Vec::<OwnerReference>::deserialize(r).ok()),
+        generation: tree("generation").and_then(|g| g.as_i64()),
+        deletion_timestamp: tree("deletionTimestamp").and_then(|t| Time::deserialize(t).ok()),
+        owner_references: tree("ownerReferences").and_then(|r| Vec::<OwnerReference>::deserialize(r).ok()),
         ..ObjectMeta::default()
     }
 }
@@ -202,7 +260,7 @@ impl<'de> Visitor<'de> for ObjectVisitor {
                 "apiVersion" | "kind" => {
                     map.next_value::<IgnoredAny>()?;
                 }
-                "metadata" => metadata = Some(map.next_value::<Map<String, Value>>()?),
+                "metadata" => metadata = Some(map.next_value::<MetadataMembers>()?),
                 _ => members.push((key, map.next_value::<Box<RawValue>>()?)),
             }
         }
@@ -324,6 +382,23 @@ mod tests {
         assert!(cached.held_bytes() * 10 < text.len() * 8, "{} bytes held for {}", cached.held_bytes(), text.len());
     }
 
+    /// A member of the metadata named twice counts once, the last, as in a
+    /// JSON tree of the object; the host's fields and labels agree with it.
+    #[test]
+    fn a_metadata_member_named_twice_reads_as_its_last() {
+        let text = r#"{"metadata":{"name":"old","labels":{"a":"1"},"managedFields":[{"manager":"x"}],
+            "name":"web","labels":{"b":"2"},"namespace":"team"},"spec":{"replicas":1}}"#;
+        let cached: CachedObject = serde_json::from_str(text).expect("an object");
+        assert_eq!((cached.name_any(), cached.namespace()), ("web".to_owned(), Some("team".to_owned())));
+        assert_eq!(cached.labels(), [("b".to_owned(), "2".to_owned())].into());
+        let mut expected: Value = serde_json::from_str(text).expect("JSON");
+        expected["metadata"].as_object_mut().expect("metadata").remove("managedFields");
+        expected["apiVersion"] = "apps/v1".into();
+        expected["kind"] = "Deployment".into();
+        assert_eq!(cached.module_value(&deployments()), expected);
+        assert!(!cached.module_json(&deployments()).contains("old"), "the first name is not kept");
+    }
+
     /// Through the scratch buffer or not, the packed bytes are lz4's own
     /// size-prepended block, in an allocation of exactly their length.
     #[test]
@@ -334,7 +409,7 @@ mod tests {
             format!(r#"{{"data":{{"k":"{}"}}}}"#, (0..20_000).map(|i| (i % 7919).to_string()).collect::<String>());
         assert!(4 + lz4_flex::block::get_maximum_output_size(large.len()) > SCRATCH_MAX_BYTES);
         for text in [&small, &medium, &large, &small] {
-            let packed = CachedObject::pack(text);
+            let packed = CachedObject::pack(text.as_bytes());
             assert_eq!(packed.as_ref(), lz4_flex::block::compress_prepend_size(text.as_bytes()).as_slice());
             let unpacked = lz4_flex::block::decompress_size_prepended(&packed).expect("a block");
             assert_eq!(unpacked, text.as_bytes());
