@@ -540,14 +540,25 @@ pub fn run_command(flavor: &Flavor, module_args: &ModuleArgs, args: RunArgs) -> 
     let modules = load_modules(&engine, flavor, module_args)?;
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
-    runtime.block_on(run_operator(
-        flavor,
-        modules,
-        args,
-        module_args.allow_precompiled,
-        ModuleIdentityArg::ServiceAccount,
-        shutdown_signal(),
-    ))?;
+    let flavor = *flavor;
+    let allow_precompiled = module_args.allow_precompiled;
+    // On a worker thread, not this one: the controllers' loops then hand
+    // work to the reconciles (and back) within the worker pool, instead of
+    // waking this thread, parked in `block_on`, for every step.
+    runtime.block_on(async move {
+        let operator = tokio::spawn(async move {
+            run_operator(
+                &flavor,
+                modules,
+                args,
+                allow_precompiled,
+                ModuleIdentityArg::ServiceAccount,
+                shutdown_signal(),
+            )
+            .await
+        });
+        operator.await.context("the operator's task ended abnormally")?
+    })?;
     Ok(ExitCode::SUCCESS)
 }
 
