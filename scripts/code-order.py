@@ -52,9 +52,11 @@ def cached_pages(path):
 
 
 def drop_from_cache(path):
-    """Drops the pages of `path` no process maps from the page cache."""
+    """Drops the pages of `path` no process maps from the page cache; written
+    out first (a binary just linked is dirty, and dirty pages stay)."""
     fd = os.open(path, os.O_RDONLY)
     try:
+        os.fsync(fd)
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
     finally:
         os.close(fd)
@@ -125,6 +127,8 @@ def main():
     write(setting, "0")
     try:
         drop_from_cache(binary)
+        if left := len(cached_pages(binary)):
+            sys.exit(f"code-order: {left} pages of {binary} stay in the page cache: does a process run it?")
         with open(log, "w") as output:
             process = subprocess.Popen(
                 [
