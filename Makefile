@@ -9,7 +9,7 @@ HOST := target/release/wasm-operator
 OPERATOR := target/release/memcached-operator
 CRD := deploy/crd/memcached.c5c3.io_memcacheds.yaml
 GUEST_SOURCES := $(shell find guest/src wit -type f) guest/Cargo.toml Cargo.lock $(CRD)
-HOST_SOURCES := $(shell find host/src host/templates sdk/rust/src sdk/python/src sdk/typescript/src wit/controller -type f) host/Cargo.toml host/build.rs
+HOST_SOURCES := $(shell find host/src host/templates sdk/rust/src sdk/python/src sdk/typescript/src wit/controller -type f) host/Cargo.toml host/build.rs $(wildcard host/link/*)
 # A second, tiny logic module (another CRD) the host tests load, its
 # deliberately broken variants (cargo features) the host must refuse, and the
 # versions the hot-swap tests swap between.
