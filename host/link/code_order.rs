@@ -16,7 +16,6 @@
 fn lay_out_serving_code_first(manifest_dir: &std::path::Path) {
     let list = manifest_dir.join("../host/link/serving-functions.txt");
     println!("cargo:rerun-if-changed={}", list.display());
-    println!("cargo:rerun-if-env-changed=CARGO_ENCODED_RUSTFLAGS");
     let target = std::env::var("TARGET").unwrap_or_default();
     // Another linker than the default one (GNU ld, gold, mold) may not know the option.
     let flags = std::env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
