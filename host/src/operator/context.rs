@@ -11,6 +11,7 @@ use kube::runtime::reflector::ObjectRef;
 use tokio::sync::mpsc;
 
 use crate::modules::{CallResult, LogicModule, ModuleSlot, Reconciler};
+use crate::operator::answers::WriteAnswer;
 use crate::operator::backoff::Backoff;
 use crate::operator::cached_object::CachedObject;
 use crate::operator::caches::{CacheEvents, Caches};
@@ -129,7 +130,7 @@ impl Context {
     /// reconcile of `parent`, so that its echo wakes no reconcile: see
     /// [`own_writes`]. A change by someone else seen meanwhile queues the
     /// parent again.
-    pub(super) async fn own_write<T: kube::Resource>(
+    pub(super) async fn own_write<T: WriteAnswer>(
         &self,
         kind: &Kind,
         namespace: &str,
@@ -146,7 +147,7 @@ impl Context {
         self.own_writes.writing(&in_flight.id);
         let result = request.await;
         match &result {
-            Ok(object) => in_flight.answer(object.meta().resource_version.as_deref()),
+            Ok(object) => in_flight.answer(object.resource_version()),
             // The API server answered: it did not apply the write.
             Err(kube::Error::Api(_)) => in_flight.answer(None),
             // No answer: it may have been applied.

@@ -29,8 +29,8 @@ pub use run::run;
 pub use swapping::{hot_swap, logic_modules, rollout, serving, shadow, swap_plan};
 use watching::own_writes;
 pub use watching::{cached_object, caches, kinds, objects, references};
+use writing::{answers, create_or_update, delete_unwanted, events, status};
 pub use writing::{api_requests, compare};
-use writing::{create_or_update, delete_unwanted, events, status};
 
 use std::net::SocketAddr;
 

@@ -18,6 +18,8 @@ use k8s_openapi::api::events::v1::{Event, EventSeries};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::core::Request;
+use serde::de::IgnoredAny;
 use serde_json::json;
 use tokio::sync::{mpsc, oneshot};
 
@@ -235,13 +237,11 @@ impl Writer {
                 let namespace = pending.what.regarding.namespace.clone().unwrap_or_else(|| "default".to_owned());
                 let (key, seen) = (pending.key, pending.seen);
                 let event = self.event(pending, &namespace);
-                let created = Api::<Event>::namespaced(self.client.clone(), &namespace)
-                    .create(&PostParams::default(), &event)
-                    .await;
-                if let (Ok(_), Some(name)) = (&created, event.metadata.name) {
+                let created = self.create(&namespace, &event).await;
+                if let (Ok(()), Some(name)) = (&created, event.metadata.name) {
                     self.series.started(key, namespace, name, seen);
                 }
-                created.map(drop)
+                created
             }
         };
         if let Err(error) = result {
@@ -257,10 +257,25 @@ impl Writer {
         at: jiff::Timestamp,
     ) -> Result<(), kube::Error> {
         let patch = json!({ "series": EventSeries { count, last_observed_time: MicroTime(at) } });
-        Api::<Event>::namespaced(self.client.clone(), namespace)
+        let request = Request::new(events_url(&self.client, namespace))
             .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-            .map(drop)
+            .map_err(kube::Error::BuildRequest)?;
+        self.send(request, "patch").await
+    }
+
+    async fn create(&self, namespace: &str, event: &Event) -> Result<(), kube::Error> {
+        let body = serde_json::to_vec(event).map_err(kube::Error::SerdeError)?;
+        let request = Request::new(events_url(&self.client, namespace))
+            .create(&PostParams::default(), body)
+            .map_err(kube::Error::BuildRequest)?;
+        self.send(request, "create").await
+    }
+
+    /// Sends a write; its answer, the Event as written, is skipped unread:
+    /// nothing here reads it back.
+    async fn send(&self, mut request: http::Request<Vec<u8>>, verb: &'static str) -> Result<(), kube::Error> {
+        request.extensions_mut().insert(verb);
+        self.client.request::<IgnoredAny>(request).await.map(drop)
     }
 
     fn event(&self, pending: Pending, namespace: &str) -> Event {
@@ -285,6 +300,11 @@ impl Writer {
             ..Event::default()
         }
     }
+}
+
+/// Where a namespace's events.k8s.io/v1 Events are written.
+fn events_url(client: &Client, namespace: &str) -> String {
+    Api::<Event>::namespaced(client.clone(), namespace).resource_url().to_owned()
 }
 
 /// An event waiting for its writer, with when it happened.

@@ -2,6 +2,7 @@
 //! no longer wants, the status, events, how objects are compared so that an
 //! unchanged one costs no call, and the count of API requests by verb.
 
+pub(super) mod answers;
 pub mod api_requests;
 pub mod compare;
 pub(super) mod create_or_update;

@@ -3,11 +3,13 @@
 //! itself, `Stalled`, when the module failed and cannot report it.
 
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
+use kube::core::Request;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
 
 use crate::modules::check_status;
+use crate::operator::answers::VersionWritten;
 use crate::operator::cached_object::CachedObject;
 use crate::operator::compare::{merge_patch, same_ignoring_nulls};
 use crate::operator::references::ParentKey;
@@ -65,9 +67,7 @@ pub async fn write_status(
         return Ok(false);
     }
     let patch = json!({ "status": merge_patch(&old, &new) });
-    let params = patch_params(ctx);
-    let patch = Patch::Merge(&patch);
-    let request = api.patch_status(parent.name, &params, &patch);
+    let request = patch_status(ctx, &api, parent.name, &patch);
     let parent_kind = &ctx.parent_kind;
     ctx.own_write(parent_kind, parent.namespace, parent.name, parent.name, request).await.map_err(|source| {
         ReconcileError::Api {
@@ -127,8 +127,21 @@ fn now() -> String {
     jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
-fn patch_params(ctx: &Context) -> PatchParams {
-    PatchParams { field_manager: Some(ctx.field_manager.clone()), ..PatchParams::default() }
+/// A merge patch of `name`'s status subresource, as `Api::patch_status`
+/// sends it; of the answer (the whole parent, managedFields included) only
+/// the version written is read.
+async fn patch_status(
+    ctx: &Context,
+    api: &Api<DynamicObject>,
+    name: &str,
+    patch: &Value,
+) -> kube::Result<VersionWritten> {
+    let params = PatchParams { field_manager: Some(ctx.field_manager.clone()), ..PatchParams::default() };
+    let mut request = Request::new(api.resource_url())
+        .patch_subresource("status", name, &params, &Patch::Merge(patch))
+        .map_err(kube::Error::BuildRequest)?;
+    request.extensions_mut().insert("patch_subresource");
+    ctx.identity.client.request::<VersionWritten>(request).await
 }
 
 /// The condition the host sets when the module itself failed for this
@@ -155,9 +168,7 @@ pub async fn write_stalled(
     };
     let patch = json!({ "status": { "conditions": conditions } });
     let api: Api<DynamicObject> = ctx.parent_kind.api(&ctx.identity.client, namespace);
-    let params = patch_params(ctx);
-    let patch = Patch::Merge(&patch);
-    let request = api.patch_status(name, &params, &patch);
+    let request = patch_status(ctx, &api, name, &patch);
     ctx.own_write(&ctx.parent_kind, namespace, name, name, request).await.map_err(|source| ReconcileError::Api {
         verb: "patch status of",
         kind: ctx.parent_kind.name().to_owned(),
