@@ -10,9 +10,11 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
-use kube::api::{DynamicObject, PostParams};
+use kube::api::PostParams;
 use kube::core::Request;
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::modules::{CallError, Refusal, RefusedAnswer};
@@ -87,15 +89,12 @@ pub async fn create_or_update(
             ctx.metrics.wrote(kind.name(), Outcome::Unchanged.as_str());
             return Ok(Applied { outcome: Outcome::Unchanged, json: current_json.clone(), written: None });
         }
-        // The body as kube's `Api::replace` would send it; the trees go
+        // The body as kube's `Api::replace` would send it; the tree goes
         // before the request waits.
-        let desired_object: DynamicObject = serde_json::from_value(std::mem::take(&mut desired)).map_err(|source| {
+        let body = request_body(std::mem::take(&mut desired)).map_err(|source| {
             let problem = format!("{} {name}: {source}", kind.name());
             ReconcileError::InvalidOutput(RefusedAnswer::new(Refusal::NotObject, problem))
         })?;
-        let body = serde_json::to_vec(&desired_object)
-            .map_err(|source| api_error("encode", kube::Error::SerdeError(source)))?;
-        drop(desired_object);
         let (outcome, verb, built) = match &current {
             Some(_) => (Outcome::Updated, "replace", Request::new(api.resource_url()).replace(&name, &params, body)),
             None => (Outcome::Created, "create", Request::new(api.resource_url()).create(&params, body)),
@@ -154,6 +153,42 @@ pub async fn create_or_update(
     })
 }
 
+/// `desired` as kube's `Api::create` and `Api::replace` send a
+/// `DynamicObject` made from it: apiVersion and kind, the metadata as
+/// `ObjectMeta` writes it (members it does not know, and nulls, left out),
+/// then the other members as they are. Written straight from the tree, not
+/// through the `DynamicObject`, whose flattened members serde buffers
+/// whole before building them again.
+fn request_body(desired: Value) -> Result<Vec<u8>, serde_json::Error> {
+    let Value::Object(mut members) = desired else {
+        return Err(serde::de::Error::custom("the object is not a JSON object"));
+    };
+    let (Some(Value::String(api_version)), Some(Value::String(kind))) =
+        (members.remove("apiVersion"), members.remove("kind"))
+    else {
+        return Err(serde::de::Error::custom("apiVersion and kind must be strings"));
+    };
+    let metadata = match members.remove("metadata") {
+        Some(metadata) => ObjectMeta::deserialize(metadata)?,
+        None => return Err(serde::de::Error::missing_field("metadata")),
+    };
+    let mut body = Vec::with_capacity(1024);
+    body.extend_from_slice(b"{\"apiVersion\":");
+    serde_json::to_writer(&mut body, &api_version)?;
+    body.extend_from_slice(b",\"kind\":");
+    serde_json::to_writer(&mut body, &kind)?;
+    body.extend_from_slice(b",\"metadata\":");
+    serde_json::to_writer(&mut body, &metadata)?;
+    for (key, value) in &members {
+        body.push(b',');
+        serde_json::to_writer(&mut body, key)?;
+        body.push(b':');
+        serde_json::to_writer(&mut body, value)?;
+    }
+    body.push(b'}');
+    Ok(body)
+}
+
 /// The module's answer for this one object again, now that `current` is
 /// what the API server has: the owned objects it was given, with this one
 /// replaced (or added).
@@ -197,4 +232,58 @@ fn ask_again(
         .find(|o| owned_kinds[o.kind_index].key() == kind.key() && o.name == name)
         .map(|o| o.value)
         .ok_or_else(|| ReconcileError::Vanished { kind: kind.name().to_owned(), name: name.to_owned() })
+}
+
+#[cfg(test)]
+mod tests {
+    use kube::api::DynamicObject;
+    use serde_json::json;
+
+    use super::*;
+
+    /// What kube's `Api::replace` sends for a `DynamicObject` made from it.
+    fn as_kube_sends(desired: &Value) -> Vec<u8> {
+        let object: DynamicObject = serde_json::from_value(desired.clone()).unwrap();
+        serde_json::to_vec(&object).unwrap()
+    }
+
+    #[test]
+    fn the_body_is_what_kube_sends_for_a_dynamic_object() {
+        let objects = [
+            json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                   "metadata": {"name": "web", "namespace": "ns", "labels": {"b": "2", "a": "1"},
+                                "ownerReferences": [{"apiVersion": "x/v1", "kind": "X", "name": "p", "uid": "u",
+                                                     "controller": true, "blockOwnerDeletion": true}],
+                                "resourceVersion": "12", "annotations": {}},
+                   "spec": {"replicas": 3, "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}},
+                   "status": {"replicas": null}}),
+            // Nulls and members ObjectMeta does not know are left out of the
+            // metadata; a timestamp is written as ObjectMeta writes it.
+            json!({"apiVersion": "v1", "kind": "Service",
+                   "metadata": {"name": "web", "uid": null, "surprise": {"x": 1},
+                                "creationTimestamp": "2026-11-28T01:02:03Z", "generation": 4},
+                   "spec": {"ports": [{"port": 11211}]}, "data": "at the top level", "zzz": [1, {"b": null}]}),
+            json!({"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "only"}}),
+        ];
+        for desired in objects {
+            let body = request_body(desired.clone()).unwrap();
+            assert_eq!(
+                String::from_utf8(body).unwrap(),
+                String::from_utf8(as_kube_sends(&desired)).unwrap(),
+                "for {desired}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_body_that_is_no_object_is_refused_with_what_is_wrong() {
+        let no_kind = request_body(json!({"apiVersion": "v1", "metadata": {"name": "x"}})).unwrap_err();
+        assert!(no_kind.to_string().contains("apiVersion and kind"), "{no_kind}");
+        let no_metadata = request_body(json!({"apiVersion": "v1", "kind": "Service"})).unwrap_err();
+        assert!(no_metadata.to_string().contains("metadata"), "{no_metadata}");
+        let bad_metadata =
+            request_body(json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": 7}})).unwrap_err();
+        assert!(bad_metadata.to_string().contains("invalid type"), "{bad_metadata}");
+        assert!(request_body(json!(["not", "an", "object"])).is_err());
+    }
 }
