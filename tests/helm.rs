@@ -327,7 +327,7 @@ fn values_reach_the_deployment_and_rbac() {
         "--set",
         "modules={/opt/memcached-operator/memcached.cwasm,/opt/modules/my.cwasm}",
         "--set",
-        "compile.strategy=tiered",
+        "compile.strategy=optimized",
     ]);
     let container = &the(&objects, "Deployment", RELEASE)["spec"]["template"]["spec"]["containers"][0];
     assert_eq!(container["image"], json!("registry.example/memcached-operator:1.2.3"));
@@ -341,12 +341,12 @@ fn values_reach_the_deployment_and_rbac() {
         "--log-format=text",
         "--module=/opt/memcached-operator/memcached.cwasm",
         "--module=/opt/modules/my.cwasm",
-        "--compile-strategy=tiered",
     ] {
         assert!(args.iter().any(|a| a == expected), "{expected} in {args:?}");
     }
+    assert!(!args.iter().any(|a| a.starts_with("--compile-strategy")), "optimized is the binary's default: {args:?}");
     let defaults = args_of(&template(&[]));
-    assert!(!defaults.iter().any(|a| a.starts_with("--compile-strategy")), "the binary's default: {defaults:?}");
+    assert!(defaults.iter().any(|a| a == "--compile-strategy=tiered"), "the chart's default: {defaults:?}");
     let lease_role = the(&objects, "Role", "memcached-operator-leader-election");
     assert_eq!(
         lease_role["rules"][1]["resourceNames"],

@@ -70,6 +70,11 @@ fn mebibytes(quantity: &Value) -> u64 {
     number << 20
 }
 
+/// The flags it passes.
+fn shipped_args() -> Vec<&'static str> {
+    shipped_container()["args"].as_array().into_iter().flatten().filter_map(Value::as_str).collect()
+}
+
 /// Its memory limit, in bytes.
 fn shipped_memory_limit() -> u64 {
     mebibytes(&shipped_container()["resources"]["limits"]["memory"])
@@ -470,6 +475,8 @@ async fn in_tiers_a_swap_goes_live_on_baseline_code_and_is_tiered_up_within_the_
     let scene = Scene::new("swap-tiers").await;
     let ns = &scene.ns;
     ns.create_memcached("cache", json!({"replicas": 1})).await;
+    // deploy/ ships this strategy: this test is the shipped swap.
+    assert!(shipped_args().contains(&"--compile-strategy=tiered"), "deploy/manager's args: {:?}", shipped_args());
     let args = ["--leader-elect=false", "--compile-strategy=tiered", "--metrics-secure=false"];
     let Some(operator) = Operator::start(ns, "tiered", &scene.registry.address, &args) else { return };
     scene.wait_replicas("cache", 1).await;
