@@ -1,8 +1,8 @@
 //! The wasmtime `Engine` every module of a process shares: one pooling
 //! allocator, one epoch ticker, one compile cache.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store, Strategy};
@@ -30,6 +30,8 @@ const TICK: Duration = Duration::from_millis(TICK_MS);
 pub(crate) const DEADLINE_TICKS: u64 = 500;
 /// How long one call may run.
 pub const DEADLINE: Duration = Duration::from_millis(TICK_MS * DEADLINE_TICKS);
+/// Ticks with no call store alive before the ticker sleeps until one is made.
+const IDLE_TICKS_BEFORE_SLEEP: u32 = 100;
 
 /// One per process: modules loaded on it share compiled-code settings, the
 /// instance pool and the deadline ticker. Cheap to clone.
@@ -50,7 +52,74 @@ struct Ticker(Arc<AtomicBool>);
 
 impl Drop for Ticker {
     fn drop(&mut self) {
-        self.0.store(true, Ordering::Relaxed);
+        self.0.store(true, Ordering::SeqCst);
+        CALL_STORES.wake_tickers();
+    }
+}
+
+/// The stores of module calls alive in this process. The epoch tickers run
+/// while one is, and for a second after; then they sleep until one is made,
+/// so an idle operator's ticker is not woken 100 times a second. A store is
+/// counted from before any code of it runs, so every call meets its
+/// deadline.
+static CALL_STORES: CallStores = CallStores::new();
+
+struct CallStores {
+    alive: AtomicUsize,
+    sleeping: AtomicUsize,
+    lock: Mutex<()>,
+    made: Condvar,
+}
+
+impl CallStores {
+    const fn new() -> Self {
+        Self { alive: AtomicUsize::new(0), sleeping: AtomicUsize::new(0), lock: Mutex::new(()), made: Condvar::new() }
+    }
+
+    fn opened(&self) {
+        if self.alive.fetch_add(1, Ordering::SeqCst) == 0 && self.sleeping.load(Ordering::SeqCst) > 0 {
+            self.wake_tickers();
+        }
+    }
+
+    fn closed(&self) {
+        self.alive.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    fn any_alive(&self) -> bool {
+        self.alive.load(Ordering::SeqCst) > 0
+    }
+
+    fn wake_tickers(&self) {
+        // Under the lock, so a ticker between its look and its wait is not missed.
+        let _held = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        self.made.notify_all();
+    }
+
+    /// Returns once a store is alive, or `stop` is set.
+    fn sleep_until_one(&self, stop: &AtomicBool) {
+        let mut held = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        self.sleeping.fetch_add(1, Ordering::SeqCst);
+        while !self.any_alive() && !stop.load(Ordering::SeqCst) {
+            held = self.made.wait(held).unwrap_or_else(PoisonError::into_inner);
+        }
+        self.sleeping.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Counts its store among [`CALL_STORES`] while it lives.
+pub(crate) struct CallStoreAlive(());
+
+impl Default for CallStoreAlive {
+    fn default() -> Self {
+        CALL_STORES.opened();
+        Self(())
+    }
+}
+
+impl Drop for CallStoreAlive {
+    fn drop(&mut self) {
+        CALL_STORES.closed();
     }
 }
 
@@ -125,6 +194,8 @@ pub fn call_store(engine: &Engine) -> Store<CallState> {
 /// others never pay for it).
 #[derive(Default)]
 pub struct CallState {
+    /// Keeps the epoch ticking while the store lives.
+    _alive: CallStoreAlive,
     pub(crate) limits: Limits,
     pub(crate) log: ModuleLog,
     pub(crate) wasi: Option<WasiState>,
@@ -222,11 +293,23 @@ fn baseline_config() -> Config {
 }
 
 /// Advances the engine's epoch so a module stuck in a loop traps at its
-/// deadline instead of hanging the operator.
+/// deadline instead of hanging the operator: every TICK while a call store
+/// is alive and for IDLE_TICKS_BEFORE_SLEEP after, then not until the next
+/// store is made.
 fn spawn_epoch_ticker<'a>(engines: impl Iterator<Item = &'a Engine>, stop: Arc<AtomicBool>) {
     let engines: Vec<_> = engines.map(Engine::weak).collect();
     let spawned = std::thread::Builder::new().name("wasm-epoch".into()).spawn(move || {
-        while !stop.load(Ordering::Relaxed) {
+        let mut idle_ticks = 0;
+        while !stop.load(Ordering::SeqCst) {
+            if CALL_STORES.any_alive() {
+                idle_ticks = 0;
+            } else if idle_ticks >= IDLE_TICKS_BEFORE_SLEEP {
+                CALL_STORES.sleep_until_one(&stop);
+                idle_ticks = 0;
+                continue;
+            } else {
+                idle_ticks += 1;
+            }
             std::thread::sleep(TICK);
             let mut ticked = false;
             for engine in engines.iter().filter_map(|engine| engine.upgrade()) {
