@@ -14,8 +14,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 use kube::api::PostParams;
 use kube::core::Request;
-use serde::Deserialize;
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 use crate::modules::{CallError, Refusal, RefusedAnswer};
 use crate::operator::cached_object::CachedObject;
@@ -156,10 +156,19 @@ pub async fn create_or_update(
 /// `desired` as kube's `Api::create` and `Api::replace` send a
 /// `DynamicObject` made from it: apiVersion and kind, the metadata as
 /// `ObjectMeta` writes it (members it does not know, and nulls, left out),
-/// then the other members as they are. Written straight from the tree, not
-/// through the `DynamicObject`, whose flattened members serde buffers
-/// whole before building them again.
+/// then the other members as they are. Serialized straight from the tree,
+/// not through the `DynamicObject`, whose flattened members serde buffers
+/// whole when it is deserialized.
 fn request_body(desired: Value) -> Result<Vec<u8>, serde_json::Error> {
+    #[derive(Serialize)]
+    struct RequestBody<'a> {
+        #[serde(rename = "apiVersion")]
+        api_version: &'a str,
+        kind: &'a str,
+        metadata: ObjectMeta,
+        #[serde(flatten)]
+        members: &'a Map<String, Value>,
+    }
     let Value::Object(mut members) = desired else {
         return Err(serde::de::Error::custom("the object is not a JSON object"));
     };
@@ -172,21 +181,7 @@ fn request_body(desired: Value) -> Result<Vec<u8>, serde_json::Error> {
         Some(metadata) => ObjectMeta::deserialize(metadata)?,
         None => return Err(serde::de::Error::missing_field("metadata")),
     };
-    let mut body = Vec::with_capacity(1024);
-    body.extend_from_slice(b"{\"apiVersion\":");
-    serde_json::to_writer(&mut body, &api_version)?;
-    body.extend_from_slice(b",\"kind\":");
-    serde_json::to_writer(&mut body, &kind)?;
-    body.extend_from_slice(b",\"metadata\":");
-    serde_json::to_writer(&mut body, &metadata)?;
-    for (key, value) in &members {
-        body.push(b',');
-        serde_json::to_writer(&mut body, key)?;
-        body.push(b':');
-        serde_json::to_writer(&mut body, value)?;
-    }
-    body.push(b'}');
-    Ok(body)
+    serde_json::to_vec(&RequestBody { api_version: &api_version, kind: &kind, metadata, members: &members })
 }
 
 /// The module's answer for this one object again, now that `current` is

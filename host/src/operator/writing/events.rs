@@ -16,9 +16,9 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::events::v1::{Event, EventSeries};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
-use kube::Client;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Patch, PatchParams, PostParams};
 use kube::core::Request;
+use kube::{Client, Resource};
 use serde::de::IgnoredAny;
 use serde_json::json;
 use tokio::sync::{mpsc, oneshot};
@@ -257,7 +257,7 @@ impl Writer {
         at: jiff::Timestamp,
     ) -> Result<(), kube::Error> {
         let patch = json!({ "series": EventSeries { count, last_observed_time: MicroTime(at) } });
-        let request = Request::new(events_url(&self.client, namespace))
+        let request = Request::new(Event::url_path(&(), Some(namespace)))
             .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
             .map_err(kube::Error::BuildRequest)?;
         self.send(request, "patch").await
@@ -265,7 +265,7 @@ impl Writer {
 
     async fn create(&self, namespace: &str, event: &Event) -> Result<(), kube::Error> {
         let body = serde_json::to_vec(event).map_err(kube::Error::SerdeError)?;
-        let request = Request::new(events_url(&self.client, namespace))
+        let request = Request::new(Event::url_path(&(), Some(namespace)))
             .create(&PostParams::default(), body)
             .map_err(kube::Error::BuildRequest)?;
         self.send(request, "create").await
@@ -300,11 +300,6 @@ impl Writer {
             ..Event::default()
         }
     }
-}
-
-/// Where a namespace's events.k8s.io/v1 Events are written.
-fn events_url(client: &Client, namespace: &str) -> String {
-    Api::<Event>::namespaced(client.clone(), namespace).resource_url().to_owned()
 }
 
 /// An event waiting for its writer, with when it happened.
