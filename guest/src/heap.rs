@@ -1,6 +1,7 @@
-//! The component's allocator: Rust's own (dlmalloc), started on the pages
-//! the module's initial memory already has above its data, instead of on
-//! pages grown from nothing.
+//! The component's allocator: small requests by size class
+//! (`small_blocks.rs`), the rest by Rust's own (dlmalloc), started on the
+//! pages the module's initial memory already has above its data, instead
+//! of on pages grown from nothing.
 //!
 //! Why: a host that takes a fresh instance per call from a pooling
 //! allocator (our operator, Kubewarden-style hosts) pays for every
@@ -18,6 +19,8 @@ use core::cell::{Cell, UnsafeCell};
 use core::ptr;
 
 use dlmalloc::Dlmalloc;
+
+use crate::small_blocks::{LargeAllocator, SizeClassed};
 
 #[cfg(target_feature = "atomics")]
 compile_error!("the guest heap assumes one thread: wasm32 without the atomics feature");
@@ -101,38 +104,61 @@ unsafe impl dlmalloc::Allocator for InitialPagesThenGrow {
     }
 }
 
-struct GuestHeap(UnsafeCell<Dlmalloc<InitialPagesThenGrow>>);
+// SAFETY: forwards to dlmalloc, whose contract is the same.
+unsafe impl LargeAllocator for Dlmalloc<InitialPagesThenGrow> {
+    unsafe fn malloc(&mut self, size: usize, align: usize) -> *mut u8 {
+        unsafe { Dlmalloc::malloc(self, size, align) }
+    }
+
+    unsafe fn calloc(&mut self, size: usize, align: usize) -> *mut u8 {
+        unsafe { Dlmalloc::calloc(self, size, align) }
+    }
+
+    unsafe fn free(&mut self, ptr: *mut u8, size: usize, align: usize) {
+        unsafe { Dlmalloc::free(self, ptr, size, align) }
+    }
+
+    unsafe fn realloc(&mut self, ptr: *mut u8, size: usize, align: usize, new_size: usize) -> *mut u8 {
+        unsafe { Dlmalloc::realloc(self, ptr, size, align, new_size) }
+    }
+}
+
+/// Size classes for small requests, dlmalloc for the rest and for the
+/// chunks small blocks are cut from.
+type Heaps = SizeClassed<Dlmalloc<InitialPagesThenGrow>>;
+
+struct GuestHeap(UnsafeCell<Heaps>);
 
 // SAFETY: wasm32 without the atomics feature (checked above) runs one
 // thread, so the allocator is never entered twice at once.
 unsafe impl Sync for GuestHeap {}
 
 #[global_allocator]
-static HEAP: GuestHeap = GuestHeap(UnsafeCell::new(Dlmalloc::new_with_allocator(InitialPagesThenGrow {
+static HEAP: GuestHeap = GuestHeap(UnsafeCell::new(Heaps::new(Dlmalloc::new_with_allocator(InitialPagesThenGrow {
     initial_pages_claimed: Cell::new(false),
-})));
+}))));
 
-// SAFETY: each method forwards to dlmalloc under the one-thread guarantee,
-// with the caller's contract unchanged. Never inlined: with LTO, dlmalloc
+// SAFETY: each method forwards under the one-thread guarantee, with the
+// caller's contract unchanged. Never inlined: with LTO, the allocator
 // inlined into every allocation site made the code 18% larger.
 unsafe impl GlobalAlloc for GuestHeap {
     #[inline(never)]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        unsafe { (*self.0.get()).malloc(layout.size(), layout.align()) }
+        unsafe { (*self.0.get()).alloc(layout) }
     }
 
     #[inline(never)]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        unsafe { (*self.0.get()).calloc(layout.size(), layout.align()) }
+        unsafe { (*self.0.get()).alloc_zeroed(layout) }
     }
 
     #[inline(never)]
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { (*self.0.get()).free(ptr, layout.size(), layout.align()) }
+        unsafe { (*self.0.get()).dealloc(ptr, layout) }
     }
 
     #[inline(never)]
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        unsafe { (*self.0.get()).realloc(ptr, layout.size(), layout.align(), new_size) }
+        unsafe { (*self.0.get()).realloc(ptr, layout, new_size) }
     }
 }

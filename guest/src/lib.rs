@@ -13,6 +13,8 @@ pub mod kinds;
 pub mod owner;
 pub mod parse;
 pub mod quantity;
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+mod small_blocks;
 pub mod status;
 pub mod yaml;
 
