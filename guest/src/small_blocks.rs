@@ -17,13 +17,13 @@ use core::ptr;
 /// Every block is aligned to, and a multiple of, this many bytes.
 pub const GRANULE: usize = 16;
 
-/// The largest request served here; larger ones go to dlmalloc.
+/// The largest request served here; larger ones go to the large allocator.
 pub const LARGEST: usize = 8192;
 
 /// How many classes cover 1..=LARGEST bytes.
 pub const CLASSES: usize = class_of(LARGEST) + 1;
 
-/// The bytes of each chunk taken from dlmalloc to cut blocks from.
+/// The bytes of each chunk taken from the large allocator to cut blocks from.
 pub const CHUNK: usize = 64 * 1024;
 
 /// The class of a request of `size` bytes (0..=LARGEST).
@@ -56,12 +56,6 @@ pub struct SmallBlocks {
     /// The uncut rest of the current chunk.
     next: usize,
     end: usize,
-}
-
-impl Default for SmallBlocks {
-    fn default() -> Self {
-        Self::new()
-    }
 }
 
 impl SmallBlocks {
@@ -157,11 +151,11 @@ impl<L: LargeAllocator> SizeClassed<L> {
     /// As `GlobalAlloc::alloc_zeroed`.
     #[inline(always)]
     pub unsafe fn alloc_zeroed(&mut self, layout: Layout) -> *mut u8 {
-        if small_class(layout.size(), layout.align()).is_none() {
+        let Some(class) = small_class(layout.size(), layout.align()) else {
             return unsafe { self.large.calloc(layout.size(), layout.align()) };
-        }
+        };
         // A small block may have been used before: clear it.
-        let block = unsafe { self.alloc(layout) };
+        let block = unsafe { self.small_block(class) };
         if !block.is_null() {
             unsafe { ptr::write_bytes(block, 0, layout.size()) };
         }
