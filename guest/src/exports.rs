@@ -2,7 +2,7 @@
 //! glue (`component.rs`) only converts types, so the native build and the
 //! component give byte-identical answers, which the golden tests check.
 
-use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus};
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::Value;
@@ -128,15 +128,29 @@ pub fn compute_status_json(
     now: &str,
 ) -> Result<String, Error> {
     let memcached = parse_memcached(memcached)?;
-    let deployment: Option<Deployment> = deployment.map(|d| from_json("Deployment", d)).transpose()?;
-    let secrets = parse_secrets(secrets)?;
-    status_json(&memcached, deployment.as_ref(), &secrets, now, None)
+    let deployment = deployment.map(deployment_for_status).transpose()?;
+    status_json(&memcached, deployment.as_ref(), &identify("Secret", secrets)?, now, None)
 }
 
+/// What the status reads of the current Deployment: its `status`, the
+/// replica counts. The rest, most of its text (the pod template), is
+/// skipped rather than built: a whole typed Deployment was nearly half of a
+/// `status` call.
+#[derive(serde::Deserialize)]
+struct DeploymentStatusOnly {
+    status: Option<DeploymentStatus>,
+}
+
+fn deployment_for_status(text: &str) -> Result<Deployment, Error> {
+    let read: DeploymentStatusOnly = from_json("Deployment", text)?;
+    Ok(Deployment { status: read.status, ..Deployment::default() })
+}
+
+/// `related`: the Secrets that exist, read for their names alone.
 fn status_json(
     memcached: &Memcached,
     deployment: Option<&Deployment>,
-    secrets: &[Secret],
+    related: &[Owned<'_>],
     now: &str,
     failure: Option<&str>,
 ) -> Result<String, Error> {
@@ -152,7 +166,7 @@ fn status_json(
         .spec
         .referenced_secret_names()
         .into_iter()
-        .filter(|name| !secrets.iter().any(|s| s.metadata.name.as_deref() == Some(name)))
+        .filter(|name| !related.iter().any(|s| s.name.as_deref() == Some(name)))
         .collect();
     let observed = Observed { deployment, missing_secrets, problem, now };
     to_json(&compute_status(memcached, &observed))
@@ -258,8 +272,8 @@ pub fn references(parent: &str) -> Result<Vec<ObjectRef>, Error> {
         .collect())
 }
 
-/// What identifies an owned object: its kind and name (all are in the
-/// parent's namespace). Read without building the rest of the object.
+/// What identifies an owned or related object: its kind and name (all are
+/// in the parent's namespace). Read without building the rest of the object.
 #[derive(serde::Deserialize)]
 struct Identity {
     kind: Option<String>,
@@ -271,19 +285,20 @@ struct IdentityMeta {
     name: Option<String>,
 }
 
-/// An owned object as JSON text, with the kind and name that identify it.
+/// An owned or related object as JSON text, with the kind and name that
+/// identify it.
 struct Owned<'a> {
     kind: Option<String>,
     name: Option<String>,
     text: &'a str,
 }
 
-/// Reads each owned object's identity once per call.
-fn identify(owned: &[String]) -> Result<Vec<Owned<'_>>, Error> {
-    owned
+/// Reads each object's identity once per call; `what` names them in errors.
+fn identify<'a>(what: &str, objects: &'a [String]) -> Result<Vec<Owned<'a>>, Error> {
+    objects
         .iter()
         .map(|text| {
-            let identity: Identity = from_json("owned object", text)?;
+            let identity: Identity = from_json(what, text)?;
             Ok(Owned { kind: identity.kind, name: identity.metadata.and_then(|m| m.name), text })
         })
         .collect()
@@ -305,7 +320,7 @@ fn current_of<'a>(owned: &[Owned<'a>], kind: ChildKind, name: &str) -> Option<&'
 pub fn desired(parent: &str, owned: &[String], related: &[String]) -> Result<Vec<String>, Error> {
     let memcached = parse_valid(parent)?;
     let secrets = parse_secrets(related)?;
-    let owned = identify(owned)?;
+    let owned = identify("owned object", owned)?;
     let name = memcached.metadata.name.as_deref().unwrap_or_default();
     let mut objects = Vec::with_capacity(ChildKind::ALL.len());
     for kind in ChildKind::ALL {
@@ -329,9 +344,8 @@ pub fn status(
 ) -> Result<String, Error> {
     let memcached = parse_memcached(parent)?;
     let name = memcached.metadata.name.as_deref().unwrap_or_default();
-    let deployment: Option<Deployment> = current_of(&identify(owned)?, ChildKind::Deployment, name)
-        .map(|text| from_json("Deployment", text))
+    let deployment = current_of(&identify("owned object", owned)?, ChildKind::Deployment, name)
+        .map(deployment_for_status)
         .transpose()?;
-    let secrets = parse_secrets(related)?;
-    status_json(&memcached, deployment.as_ref(), &secrets, now, problem)
+    status_json(&memcached, deployment.as_ref(), &identify("Secret", related)?, now, problem)
 }

@@ -326,6 +326,40 @@ fn the_status_export_reads_only_this_crs_deployment() {
     assert_eq!(status(&[service, other]).ready_replicas, 0);
 }
 
+/// The status reads a Deployment's `status` alone and a Secret's name
+/// alone: what else they hold is skipped, not checked (the API server
+/// returned them). A status that is not the Deployment's shape is refused.
+#[test]
+fn the_status_export_reads_only_what_it_needs_of_owned_and_related_objects() {
+    let cr = cr_value(
+        json!({ "replicas": 2, "security": { "sasl": { "enabled": true, "credentialsSecretRef": { "name": "sasl-creds" } } } }),
+    );
+    let deployment = |status: Value| {
+        text(&json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": { "name": NAME, "namespace": NAMESPACE },
+            // Not a DeploymentSpec: a whole typed read would refuse it.
+            "spec": { "replicas": "two", "template": [] },
+            "status": status,
+        }))
+    };
+    // Data that is not base64: a whole typed Secret would refuse it.
+    let secret = text(
+        &json!({ "apiVersion": "v1", "kind": "Secret", "metadata": { "name": "sasl-creds" }, "data": { "password-file": "!" } }),
+    );
+    let status = |owned: String| {
+        memcached_logic::exports::status(&text(&cr), &[owned], std::slice::from_ref(&secret), NOW, None)
+    };
+    let answer: MemcachedStatus = serde_json::from_str(
+        &status(deployment(json!({ "replicas": 2, "updatedReplicas": 2, "readyReplicas": 1 }))).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(answer.ready_replicas, 1);
+    assert_eq!(condition(&answer, "Degraded").reason, "Degraded", "the Secret was found by its name");
+    let refused = status(deployment(json!({ "readyReplicas": "one" }))).unwrap_err();
+    assert!(refused.to_string().contains("readyReplicas"), "{refused}");
+}
+
 #[test]
 fn observed_generation_and_condition_generation() {
     for generation in [None, Some(1), Some(42)] {
