@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::Value;
 
-use crate::api::{Memcached, MemcachedSpec, SERVED_VERSIONS, SecuritySpec, defaults, validation};
+use crate::api::{Memcached, SERVED_VERSIONS, defaults, validation};
 use crate::builders;
 use crate::children::ChildKind;
 use crate::error::{Error, FieldError};
@@ -35,45 +35,19 @@ struct MemcachedDocument {
 impl MemcachedDocument {
     /// The CR, once apiVersion and kind (when given) are Memcached's.
     fn into_memcached(self) -> Result<Memcached, Error> {
-        check_memcached_type(self.api_version, self.kind)?;
+        if let Some(kind) = self.kind.filter(|k| k != MEMCACHED.kind) {
+            return Err(Error::malformed("kind", format!("must be Memcached, got {kind:?}")));
+        }
+        if let Some(api_version) = self.api_version.filter(|v| !is_served_version(v)) {
+            let served: Vec<String> =
+                SERVED_VERSIONS.iter().map(|version| format!("{}/{version}", MEMCACHED.group)).collect();
+            return Err(Error::malformed(
+                "apiVersion",
+                format!("must be one of {}, got {api_version:?}", served.join(", ")),
+            ));
+        }
         Ok(Memcached { metadata: self.metadata, spec: self.spec, status: self.status })
     }
-}
-
-/// apiVersion and kind, when given, must be Memcached's.
-fn check_memcached_type(api_version: Option<String>, kind: Option<String>) -> Result<(), Error> {
-    if let Some(kind) = kind.filter(|k| k != MEMCACHED.kind) {
-        return Err(Error::malformed("kind", format!("must be Memcached, got {kind:?}")));
-    }
-    if let Some(api_version) = api_version.filter(|v| !is_served_version(v)) {
-        let served: Vec<String> =
-            SERVED_VERSIONS.iter().map(|version| format!("{}/{version}", MEMCACHED.group)).collect();
-        return Err(Error::malformed(
-            "apiVersion",
-            format!("must be one of {}, got {api_version:?}", served.join(", ")),
-        ));
-    }
-    Ok(())
-}
-
-/// What `references` reads of a `Memcached`: apiVersion and kind, checked
-/// as every parse checks them, and `spec.security`, which names the
-/// Secrets. The rest is skipped, not built: reading the whole CR was
-/// nearly all of a `references` call. An invalid rest is `desired`'s to
-/// report, with every path (a host gathers the inputs, then asks it).
-#[derive(serde::Deserialize)]
-struct ReferencesDocument {
-    #[serde(rename = "apiVersion")]
-    api_version: Option<String>,
-    kind: Option<String>,
-    #[serde(default)]
-    spec: SecurityOnly,
-}
-
-#[derive(Default, serde::Deserialize)]
-struct SecurityOnly {
-    #[serde(default)]
-    security: Option<SecuritySpec>,
 }
 
 /// `group/version` of a version the CRD serves (all share one schema).
@@ -289,10 +263,9 @@ pub struct ObjectRef {
 }
 
 pub fn references(parent: &str) -> Result<Vec<ObjectRef>, Error> {
-    let document: ReferencesDocument = from_json("Memcached", parent)?;
-    check_memcached_type(document.api_version, document.kind)?;
-    let spec = MemcachedSpec { security: document.spec.security, ..MemcachedSpec::default() };
-    Ok(spec
+    let memcached = parse_memcached(parent)?;
+    Ok(memcached
+        .spec
         .referenced_secret_names()
         .into_iter()
         .map(|name| ObjectRef { info: SECRET, name: name.to_owned() })
