@@ -150,7 +150,7 @@ fn deployment_for_status(text: &str) -> Result<Deployment, Error> {
 fn status_json(
     memcached: &Memcached,
     deployment: Option<&Deployment>,
-    related: &[Owned<'_>],
+    related: &[Identified<'_>],
     now: &str,
     failure: Option<&str>,
 ) -> Result<String, Error> {
@@ -287,25 +287,25 @@ struct IdentityMeta {
 
 /// An owned or related object as JSON text, with the kind and name that
 /// identify it.
-struct Owned<'a> {
+struct Identified<'a> {
     kind: Option<String>,
     name: Option<String>,
     text: &'a str,
 }
 
 /// Reads each object's identity once per call; `what` names them in errors.
-fn identify<'a>(what: &str, objects: &'a [String]) -> Result<Vec<Owned<'a>>, Error> {
+fn identify<'a>(what: &str, objects: &'a [String]) -> Result<Vec<Identified<'a>>, Error> {
     objects
         .iter()
         .map(|text| {
             let identity: Identity = from_json(what, text)?;
-            Ok(Owned { kind: identity.kind, name: identity.metadata.and_then(|m| m.name), text })
+            Ok(Identified { kind: identity.kind, name: identity.metadata.and_then(|m| m.name), text })
         })
         .collect()
 }
 
 /// The current object of `kind` named `name` among `owned`.
-fn current_of<'a>(owned: &[Owned<'a>], kind: ChildKind, name: &str) -> Option<&'a str> {
+fn current_of<'a>(owned: &[Identified<'a>], kind: ChildKind, name: &str) -> Option<&'a str> {
     owned
         .iter()
         .find(|o| o.name.as_deref() == Some(name) && o.kind.as_deref() == Some(kind.info().kind))
