@@ -547,8 +547,8 @@ async fn install_crds(plane: &ControlPlane, flavor: Flavor, binaries: &Binaries)
 async fn wait_out_new_crd_delay(client: &Client, namespace: &str, sample: &Value) -> Result<(), BenchError> {
     let mut object = sample.clone();
     object["metadata"] = serde_json::json!({ "name": "bench-dry-run", "namespace": namespace });
-    let object: DynamicObject = serde_json::from_value(object)
-        .map_err(|e| BenchError::Usage(format!("the sample is not an object: {e}")))?;
+    let object: DynamicObject =
+        serde_json::from_value(object).map_err(|e| BenchError::Usage(format!("the sample is not an object: {e}")))?;
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &memcached_resource());
     api.create(&PostParams { dry_run: true, ..PostParams::default() }, &object).await?;
     Ok(())
