@@ -47,7 +47,7 @@ STATIC_SITE_PY := target/static-site-py.wasm
 STATIC_SITE_MODULES := $(STATIC_SITE_RUST) $(STATIC_SITE_TS) $(STATIC_SITE_PY)
 TEST_MODULES := $(TEST_MODULE) $(TEST_MODULE_VARIANTS) $(PY_MODULE) $(TS_MODULE) $(STATIC_SITE_MODULES)
 
-.PHONY: all build wasm test manifests bench bench-e2e bench-100k code-order bench-swap bench-plan bench-compile run render-samples envtest clean
+.PHONY: all build wasm test manifests bench bench-e2e bench-100k code-order guest-code-order bench-swap bench-plan bench-compile run render-samples envtest clean
 .PHONY: playground playground-serve test-embeddings test-browser test-python-module test-typescript lint test-authoring
 .PHONY: test-python-sdk lint-python
 .PHONY: fuzz test-fuzz
@@ -63,7 +63,7 @@ build: $(OPERATOR) $(HOST)
 
 wasm: $(WASM)
 
-$(WASM): $(GUEST_SOURCES) scripts/build-wasm.sh
+$(WASM): $(GUEST_SOURCES) scripts/build-wasm.sh guest/link/serving-functions.txt
 	bash scripts/build-wasm.sh
 
 # Every build names its binary with --workspace (not -p): features are then
@@ -330,6 +330,14 @@ code-order: $(SHIP_OPERATOR)
 	$(WORKSPACE_BUILD) --bin bench-e2e
 	python3 scripts/code-order.py $(SHIP_OPERATOR) host/link/serving-functions.txt
 
+## guest-code-order: rewrite guest/link/serving-functions.txt, the Memcached module's functions in the
+## order a reconcile first runs them, which componentize lays out first: a profile run of the guest's
+## core module over deploy/samples (seconds); run it after changing the guest, then make wasm
+guest-code-order: $(WASM)
+	bash scripts/build-wasm.sh
+	$(WORKSPACE_BUILD) --example guest_code_order
+	target/release/examples/guest_code_order target/wasm/wasm32-unknown-unknown/release/memcached_logic.wasm guest/link/serving-functions.txt
+
 ## bench-plan: `wasm-operator plan -f` of greeting v2 against v1 over 1000 and 10,000 parents
 ## (PLAN_COUNTS=...): wall time, CPU and peak memory (not part of make test)
 PLAN_COUNTS ?= 1000,10000
@@ -391,7 +399,7 @@ soak-rotations: $(OPERATOR) $(HOST) $(SOAK_FAILING) toxiproxy
 
 # The Memcached module trapping on parents annotated soak.c5c3.io/fail-on-later: the version make soak
 # swaps in once and the operator must roll back. Built only for make soak.
-$(SOAK_FAILING): $(GUEST_SOURCES) scripts/build-wasm.sh
+$(SOAK_FAILING): $(GUEST_SOURCES) scripts/build-wasm.sh guest/link/serving-functions.txt
 	bash scripts/build-wasm.sh guest memcached-logic $@ soak-fail-on-later
 
 ## toxiproxy: build (or find) Shopify's Toxiproxy server (tests/toxiproxy/go.mod), cached outside the repo;

@@ -60,8 +60,12 @@ fi
 
 # `wasm-operator componentize` wraps the core module into a component: the
 # Memcached module must import nothing; others may import the contract's log.
+# The Memcached module's functions that a reconcile runs are laid out first
+# (guest/link/serving-functions.txt, `make guest-code-order`): the operator
+# maps the compiled code from its file, and together they fault in a third
+# as many pages.
 only=()
-if [ "$package" = memcached-logic ]; then only=(--no-imports); fi
+if [ "$package" = memcached-logic ]; then only=(--no-imports --function-order guest/link/serving-functions.txt); fi
 # Built as every other build here is (`--workspace --bin`), with the
 # workspace's features: `cargo run -p` would resolve them anew and rebuild
 # wasmtime and kube for it.

@@ -8,6 +8,8 @@ use std::path::Path;
 
 use wasmparser::{Parser, Payload};
 
+use super::function_order::{FunctionOrderError, order_functions};
+
 #[derive(Debug, thiserror::Error)]
 pub enum ComponentizeError {
     #[error("reading {path}: {error}")]
@@ -18,6 +20,8 @@ pub enum ComponentizeError {
     Imports { path: String, allowed: &'static str, imports: String },
     #[error("writing {path}: {error}")]
     Write { path: String, error: std::io::Error },
+    #[error("{path}: laying out its functions: {error}")]
+    Order { path: String, error: FunctionOrderError },
 }
 
 /// What the component may import.
@@ -27,10 +31,33 @@ pub enum Allowed {
     Log,
 }
 
-/// Encodes `core` as a component at `out`; the names it imports.
-pub fn componentize(core: &Path, out: &Path, allowed: Allowed) -> Result<Vec<String>, ComponentizeError> {
+/// What `componentize` did.
+#[derive(Debug)]
+pub struct Componentized {
+    /// The names the component imports.
+    pub imports: Vec<String>,
+    /// With a function order: the functions moved first, and listed names
+    /// the module has no function of.
+    pub ordered: Option<(usize, usize)>,
+}
+
+/// Encodes `core` as a component at `out`, with the functions named in
+/// `first_functions` laid out first (see `function_order`).
+pub fn componentize(
+    core: &Path,
+    out: &Path,
+    allowed: Allowed,
+    first_functions: Option<&[String]>,
+) -> Result<Componentized, ComponentizeError> {
     let path = core.display().to_string();
-    let bytes = std::fs::read(core).map_err(|error| ComponentizeError::Read { path: path.clone(), error })?;
+    let mut bytes = std::fs::read(core).map_err(|error| ComponentizeError::Read { path: path.clone(), error })?;
+    let mut ordered = None;
+    if let Some(first) = first_functions {
+        let result =
+            order_functions(&bytes, first).map_err(|error| ComponentizeError::Order { path: path.clone(), error })?;
+        ordered = Some((result.moved, result.unknown));
+        bytes = result.module;
+    }
     let component = wit_component::ComponentEncoder::default()
         .module(&bytes)
         .and_then(|encoder| encoder.validate(true).encode())
@@ -47,7 +74,7 @@ pub fn componentize(core: &Path, out: &Path, allowed: Allowed) -> Result<Vec<Str
     let write = |error| ComponentizeError::Write { path: out.display().to_string(), error };
     std::fs::write(&partial, &component).map_err(write)?;
     std::fs::rename(&partial, out).map_err(write)?;
-    Ok(imports)
+    Ok(Componentized { imports, ordered })
 }
 
 /// Names the component imports at its top level (nested core modules'

@@ -18,6 +18,8 @@
 //! - `dev`: `dev`, a module on a cluster with hot reload (needs one).
 //! - `scaffold`: `new`, a module project from the embedded templates and SDK.
 //! - `componentize`: a Rust module's core wasm into a component.
+//! - `function_order`: a core module's functions laid out in a given order
+//!   (`componentize --function-order`), and the copy a profile run uses.
 //! - `project_command`: the arguments of `new` and `componentize`.
 
 pub mod cases;
@@ -26,6 +28,7 @@ pub mod componentize;
 pub mod dev;
 pub mod diff;
 pub mod documents;
+pub mod function_order;
 pub mod parents;
 pub mod plan;
 pub mod project_command;

@@ -64,6 +64,13 @@ pub struct ComponentizeArgs {
     /// Refuse every import, the log too.
     #[arg(long)]
     pub no_imports: bool,
+    /// A file of function names (one per line, as the core module's name
+    /// section has them): those functions are laid out first, in that
+    /// order, so that the code a reconcile runs sits together and faults in
+    /// fewer pages of the compiled module. Names the module lacks are
+    /// skipped.
+    #[arg(long)]
+    pub function_order: Option<PathBuf>,
 }
 
 impl ProjectCommand {
@@ -72,9 +79,26 @@ impl ProjectCommand {
             ProjectCommand::New(args) => new_project(args),
             ProjectCommand::Componentize(args) => {
                 let allowed = if args.no_imports { Allowed::Nothing } else { Allowed::Log };
-                let imports = componentize(&args.core, &args.out, allowed)?;
-                let imports = if imports.is_empty() { "nothing".to_owned() } else { imports.join(", ") };
+                let order = match &args.function_order {
+                    Some(path) => Some(
+                        std::fs::read_to_string(path)
+                            .with_context(|| format!("reading the function order {}", path.display()))?
+                            .lines()
+                            .map(str::trim)
+                            .filter(|line| !line.is_empty() && !line.starts_with('#'))
+                            .map(str::to_owned)
+                            .collect::<Vec<_>>(),
+                    ),
+                    None => None,
+                };
+                let done = componentize(&args.core, &args.out, allowed, order.as_deref())?;
+                let imports = if done.imports.is_empty() { "nothing".to_owned() } else { done.imports.join(", ") };
                 eprintln!("componentize: wrote {} (imports {imports})", args.out.display());
+                if let Some((moved, unknown)) = done.ordered {
+                    eprintln!(
+                        "componentize: {moved} functions laid out first; {unknown} listed names not in the module"
+                    );
+                }
                 Ok(ExitCode::SUCCESS)
             }
         }
