@@ -107,19 +107,20 @@ pub struct Ordered {
 /// `core` with the defined functions named in `first` laid out first, in
 /// that order, and every other function after them in its order before.
 /// Every reference to a function (calls, tables, exports, names) follows.
+/// Names match [`without_crate_hashes`], so a list outlives a new compiler.
 pub fn order_functions(core: &[u8], first: &[String]) -> Result<Ordered, FunctionOrderError> {
     let Functions { imported, names, .. } = functions(core)?;
-    let mut by_name: HashMap<&str, Vec<u32>> = HashMap::new();
+    let mut by_name: HashMap<String, Vec<u32>> = HashMap::new();
     for (position, name) in names.iter().enumerate() {
         if let Some(name) = name {
-            by_name.entry(name.as_str()).or_default().push(position as u32);
+            by_name.entry(without_crate_hashes(name)).or_default().push(position as u32);
         }
     }
     let mut order = Vec::with_capacity(names.len());
     let mut placed = vec![false; names.len()];
     let mut unknown = 0;
     for name in first {
-        match by_name.get(name.as_str()) {
+        match by_name.get(&without_crate_hashes(name)) {
             Some(positions) => {
                 for &position in positions {
                     if !std::mem::replace(&mut placed[position as usize], true) {
@@ -162,6 +163,34 @@ impl Reorder {
         }
         Ok(out)
     }
+}
+
+/// `name` without the crate hashes of Rust's v0 mangling (`Cs7DrMlInchCf_13serde_ignored`
+/// → `C13serde_ignored`): cargo derives them from the compiler's version
+/// among other things, so a new toolchain renames every function that way
+/// and nothing else. Other names are returned as they are.
+pub fn without_crate_hashes(name: &str) -> String {
+    if !name.starts_with("_R") || !name.is_ascii() {
+        return name.to_owned();
+    }
+    let bytes = name.as_bytes();
+    let mut out = String::with_capacity(name.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        // A crate root: `C`, a disambiguator `s<base62>_`, then the name's length.
+        if bytes[i] == b'C' && bytes.get(i + 1) == Some(&b's') {
+            let digits = bytes[i + 2..].iter().take_while(|b| b.is_ascii_alphanumeric()).count();
+            let end = i + 2 + digits;
+            if bytes.get(end) == Some(&b'_') && bytes.get(end + 1).is_some_and(u8::is_ascii_digit) {
+                out.push('C');
+                i = end + 1;
+                continue;
+            }
+        }
+        out.push(bytes[i] as char);
+        i += 1;
+    }
+    out
 }
 
 struct Reorder {
@@ -460,6 +489,17 @@ mod tests {
         let ranks: Vec<i32> = (0..4).map(|position| rank(&mut store, position)).collect();
         // sum entered first, then one, then twenty (twice: ranked once).
         assert_eq!(ranks, [2, 3, 0, 1]);
+    }
+
+    #[test]
+    fn names_match_across_compilers_without_their_crate_hashes() {
+        assert_eq!(
+            without_crate_hashes("_RINvXsb_Cs7DrMlInchCf_13serde_ignoredINtB6_11TrackedSeedNtCs9lBdkLa2Hdh_4core"),
+            "_RINvXsb_C13serde_ignoredINtB6_11TrackedSeedNtC4core"
+        );
+        // Not a v0 name, or no crate root in it: as it is.
+        assert_eq!(without_crate_hashes("cabi_realloc"), "cabi_realloc");
+        assert_eq!(without_crate_hashes("_RNvXs_NtB2_3fooCs"), "_RNvXs_NtB2_3fooCs");
     }
 
     #[test]
