@@ -25,6 +25,8 @@ pub const ENTRY_EXPORT_PREFIX: &str = "function-order:first-entry-";
 
 #[derive(Debug, thiserror::Error)]
 pub enum FunctionOrderError {
+    #[error("the core module is not valid WebAssembly: {0}")]
+    InvalidInput(wasmparser::BinaryReaderError),
     #[error("the core module does not parse: {0}")]
     Parse(#[from] wasmparser::BinaryReaderError),
     #[error("re-encoding the core module: {0}")]
@@ -109,6 +111,8 @@ pub struct Ordered {
 /// Every reference to a function (calls, tables, exports, names) follows.
 /// Names match [`without_crate_hashes`], so a list outlives a new compiler.
 pub fn order_functions(core: &[u8], first: &[String]) -> Result<Ordered, FunctionOrderError> {
+    // Every index in it is then in range: the re-encoding may index by them.
+    validate(core).map_err(FunctionOrderError::InvalidInput)?;
     let Functions { imported, names, .. } = functions(core)?;
     let mut by_name: HashMap<String, Vec<u32>> = HashMap::new();
     for (position, name) in names.iter().enumerate() {
@@ -141,7 +145,7 @@ pub fn order_functions(core: &[u8], first: &[String]) -> Result<Ordered, Functio
     let mut module = wasm_encoder::Module::new();
     reorder.parse_core_module(&mut module, Parser::new(0), core)?;
     let module = module.finish();
-    validate(&module)?;
+    validate(&module).map_err(FunctionOrderError::Invalid)?;
     Ok(Ordered { module, moved, unknown })
 }
 
@@ -270,6 +274,7 @@ impl Reencode for Reorder {
 /// functions first entered until then (1 for the first). For a profile run
 /// only: the copy is slower, and its globals count across calls.
 pub fn instrument_entries(core: &[u8]) -> Result<Vec<u8>, FunctionOrderError> {
+    validate(core).map_err(FunctionOrderError::InvalidInput)?;
     let Functions { imported_globals, names, .. } = functions(core)?;
     let mut instrument = Instrument { imported_globals, defined: names.len() as u32, globals: None, next_body: 0 };
     let mut module = wasm_encoder::Module::new();
@@ -278,7 +283,7 @@ pub fn instrument_entries(core: &[u8]) -> Result<Vec<u8>, FunctionOrderError> {
         return Err(FunctionOrderError::NoGlobals);
     }
     let module = module.finish();
-    validate(&module)?;
+    validate(&module).map_err(FunctionOrderError::Invalid)?;
     Ok(module)
 }
 
@@ -365,11 +370,8 @@ impl Reencode for Instrument {
     }
 }
 
-fn validate(module: &[u8]) -> Result<(), FunctionOrderError> {
-    wasmparser::Validator::new_with_features(wasmparser::WasmFeatures::all())
-        .validate_all(module)
-        .map(|_| ())
-        .map_err(FunctionOrderError::Invalid)
+fn validate(module: &[u8]) -> Result<(), wasmparser::BinaryReaderError> {
+    wasmparser::Validator::new_with_features(wasmparser::WasmFeatures::all()).validate_all(module).map(|_| ())
 }
 
 #[cfg(test)]
@@ -503,9 +505,16 @@ mod tests {
     }
 
     #[test]
-    fn bytes_that_are_not_a_module_are_refused_with_what_is_wrong() {
+    fn bytes_that_are_not_a_valid_module_are_refused_with_what_is_wrong() {
         let error = order_functions(b"not wasm", &[]).expect_err("refused");
-        assert!(matches!(error, FunctionOrderError::Parse(_)), "{error}");
-        assert!(error.to_string().contains("does not parse"), "{error}");
+        assert!(error.to_string().starts_with("the core module is not valid WebAssembly"), "{error}");
+        // A call to a function that does not exist: refused, not a panic.
+        let mut module = module();
+        let call_one = [0x10, 0x00];
+        let at = module.windows(2).rposition(|w| w == call_one).expect("sum calls one");
+        module[at + 1] = 0x63;
+        let error = order_functions(&module, &["sum".to_owned()]).expect_err("refused");
+        assert!(matches!(error, FunctionOrderError::InvalidInput(_)), "{error}");
+        assert!(instrument_entries(&module).is_err(), "the profile copy is refused too");
     }
 }
