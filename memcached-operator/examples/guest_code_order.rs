@@ -184,7 +184,7 @@ impl Profile {
             .call(&mut store, &flat, &mut results)
             .map_err(anyhow::Error::from)
             .with_context(|| format!("calling {export}"))?;
-        let returned = results[0].unwrap_i32();
+        let returned = results[0].i32().with_context(|| format!("{export} returned no i32"))?;
         let strings = if export == DESIRED { returned_strings(&mut store, &memory, returned)? } else { Vec::new() };
         let post = format!("cabi_post_{export}");
         if let Some(post) = instance.get_func(&mut store, &post) {
@@ -193,7 +193,7 @@ impl Profile {
         for position in 0..self.first_call.len() {
             let name = format!("{ENTRY_EXPORT_PREFIX}{position}");
             let global = instance.get_global(&mut store, &name).with_context(|| format!("no export {name}"))?;
-            let rank = global.get(&mut store).unwrap_i32() as u32;
+            let rank = global.get(&mut store).i32().with_context(|| format!("{name} is not an i32"))? as u32;
             if rank > 0 && self.first_call[position].is_none() {
                 self.first_call[position] = Some(self.calls << 32 | u64::from(rank));
             }
