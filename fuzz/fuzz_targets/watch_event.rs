@@ -39,10 +39,23 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
         }
     }
     if let Ok(page) = serde_json::from_slice::<ObjectList<CachedObject>>(data) {
-        let raw = serde_json::from_slice::<RawList>(data).map(|list| list.items).unwrap_or_default();
-        assert_eq!(raw.len(), page.items.len());
-        for (cached, raw) in page.items.iter().zip(&raw) {
-            check(cached, Some(raw.get()));
+        match serde_json::from_slice::<RawList>(data) {
+            Ok(list) => {
+                let raw = list.items.unwrap_or_default();
+                assert_eq!(raw.len(), page.items.len());
+                for (cached, raw) in page.items.iter().zip(&raw) {
+                    check(cached, Some(raw.get()));
+                }
+            }
+            // Not JSON to serde_json yet decoded: invalid UTF-8 in a member
+            // the cache skips unread (an item's managedFields, as in
+            // fuzz/regressions/watch_event/invalid-utf8-in-managed-fields.json).
+            // No text to compare with; each item is still checked.
+            Err(_) => {
+                for cached in &page.items {
+                    check(cached, None);
+                }
+            }
         }
     }
     let source = serde_json::from_slice::<Value>(data);
@@ -75,10 +88,11 @@ struct RawEvent {
     object: Option<Box<RawValue>>,
 }
 
-/// The items of a list page as the texts they came in.
+/// The items of a list page as the texts they came in (null: none, as
+/// kube's ObjectList reads it).
 #[derive(Deserialize)]
 struct RawList {
-    items: Vec<Box<RawValue>>,
+    items: Option<Vec<Box<RawValue>>>,
 }
 
 /// Checks a decoded object, and against `source`, the JSON text it came
