@@ -4,7 +4,7 @@
 //! --function-order`), so that they fault in few pages of its compiled code.
 
 use memcached_operator::BUILTIN_COMPONENT;
-use wasm_operator::authoring::function_order::{defined_function_names, without_crate_hashes};
+use wasm_operator::authoring::function_order::{defined_function_names, function_list, without_crate_hashes};
 use wasmparser::{Parser, Payload};
 
 /// The component's core modules, as bytes.
@@ -20,13 +20,7 @@ fn core_modules(component: &[u8]) -> Vec<&[u8]> {
 
 fn listed() -> Vec<String> {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../guest/link/serving-functions.txt");
-    std::fs::read_to_string(path)
-        .expect("guest/link/serving-functions.txt is readable")
-        .lines()
-        .map(str::trim)
-        .filter(|line| !line.is_empty() && !line.starts_with('#'))
-        .map(str::to_owned)
-        .collect()
+    function_list(&std::fs::read_to_string(path).expect("guest/link/serving-functions.txt is readable"))
 }
 
 #[test]

@@ -96,6 +96,12 @@ pub fn defined_function_names(core: &[u8]) -> Result<Vec<Option<String>>, Functi
     Ok(functions(core)?.names)
 }
 
+/// The names in a function-order file: one per line; blank lines and
+/// lines starting with `#` are skipped.
+pub fn function_list(text: &str) -> Vec<String> {
+    text.lines().map(str::trim).filter(|line| !line.is_empty() && !line.starts_with('#')).map(str::to_owned).collect()
+}
+
 /// A module whose functions were laid out anew.
 #[derive(Debug)]
 pub struct Ordered {
@@ -149,26 +155,6 @@ pub fn order_functions(core: &[u8], first: &[String]) -> Result<Ordered, Functio
     Ok(Ordered { module, moved, unknown })
 }
 
-impl Reorder {
-    /// Per-function names (locals, labels) under the new indices, sorted.
-    fn sorted_by_function(
-        &mut self,
-        map: wasmparser::IndirectNameMap<'_>,
-    ) -> Result<wasm_encoder::IndirectNameMap, ReencodeError<std::convert::Infallible>> {
-        let mut entries = Vec::new();
-        for naming in map {
-            let naming = naming?;
-            entries.push((self.function_index(naming.index)?, utils::name_map(naming.names, Ok)?));
-        }
-        entries.sort_by_key(|(index, _)| *index);
-        let mut out = wasm_encoder::IndirectNameMap::new();
-        for (index, inner) in &entries {
-            out.append(*index, inner);
-        }
-        Ok(out)
-    }
-}
-
 /// `name` without the crate hashes of Rust's v0 mangling (`Cs7DrMlInchCf_13serde_ignored`
 /// → `C13serde_ignored`): cargo derives them from the compiler's version
 /// among other things, so a new toolchain renames every function that way
@@ -205,6 +191,39 @@ struct Reorder {
     new_position: Vec<u32>,
 }
 
+impl Reorder {
+    /// Name-map entries under the new function indices, in increasing order
+    /// as name maps must list them.
+    fn by_new_index<T>(
+        &mut self,
+        entries: Vec<(u32, T)>,
+    ) -> Result<Vec<(u32, T)>, ReencodeError<std::convert::Infallible>> {
+        let mut moved = entries
+            .into_iter()
+            .map(|(index, value)| Ok((self.function_index(index)?, value)))
+            .collect::<Result<Vec<_>, ReencodeError<std::convert::Infallible>>>()?;
+        moved.sort_by_key(|(index, _)| *index);
+        Ok(moved)
+    }
+
+    /// Per-function names (locals, labels) under the new indices.
+    fn indirect_names(
+        &mut self,
+        map: wasmparser::IndirectNameMap<'_>,
+    ) -> Result<wasm_encoder::IndirectNameMap, ReencodeError<std::convert::Infallible>> {
+        let mut entries = Vec::new();
+        for naming in map {
+            let naming = naming?;
+            entries.push((naming.index, utils::name_map(naming.names, Ok)?));
+        }
+        let mut out = wasm_encoder::IndirectNameMap::new();
+        for (index, names) in self.by_new_index(entries)? {
+            out.append(index, &names);
+        }
+        Ok(out)
+    }
+}
+
 impl Reencode for Reorder {
     type Error = std::convert::Infallible;
 
@@ -221,8 +240,8 @@ impl Reencode for Reorder {
         section: wasmparser::FunctionSectionReader<'_>,
     ) -> Result<(), ReencodeError<Self::Error>> {
         let types = section.into_iter().collect::<Result<Vec<u32>, _>>()?;
-        for old in self.order.clone() {
-            let ty = self.type_index(types[old as usize])?;
+        for new in 0..self.order.len() {
+            let ty = self.type_index(types[self.order[new] as usize])?;
             functions.function(ty);
         }
         Ok(())
@@ -234,8 +253,8 @@ impl Reencode for Reorder {
         section: wasmparser::CodeSectionReader<'_>,
     ) -> Result<(), ReencodeError<Self::Error>> {
         let bodies = section.into_iter().collect::<Result<Vec<FunctionBody<'_>>, _>>()?;
-        for old in self.order.clone() {
-            self.parse_function_body(code, bodies[old as usize].clone())?;
+        for new in 0..self.order.len() {
+            self.parse_function_body(code, bodies[self.order[new] as usize].clone())?;
         }
         Ok(())
     }
@@ -248,20 +267,16 @@ impl Reencode for Reorder {
     ) -> Result<(), ReencodeError<Self::Error>> {
         match section {
             Name::Function(map) => {
-                let mut entries = Vec::new();
-                for naming in map {
-                    let naming = naming?;
-                    entries.push((self.function_index(naming.index)?, naming.name));
-                }
-                entries.sort_by_key(|(index, _)| *index);
+                let entries =
+                    map.into_iter().map(|naming| naming.map(|n| (n.index, n.name))).collect::<Result<_, _>>()?;
                 let mut out = wasm_encoder::NameMap::new();
-                for (index, name) in entries {
+                for (index, name) in self.by_new_index(entries)? {
                     out.append(index, name);
                 }
                 names.functions(&out);
             }
-            Name::Local(map) => names.locals(&self.sorted_by_function(map)?),
-            Name::Label(map) => names.labels(&self.sorted_by_function(map)?),
+            Name::Local(map) => names.locals(&self.indirect_names(map)?),
+            Name::Label(map) => names.labels(&self.indirect_names(map)?),
             other => utils::parse_custom_name_subsection(self, names, other)?,
         }
         Ok(())
@@ -276,10 +291,10 @@ impl Reencode for Reorder {
 pub fn instrument_entries(core: &[u8]) -> Result<Vec<u8>, FunctionOrderError> {
     validate(core).map_err(FunctionOrderError::InvalidInput)?;
     let Functions { imported_globals, names, .. } = functions(core)?;
-    let mut instrument = Instrument { imported_globals, defined: names.len() as u32, globals: None, next_body: 0 };
+    let mut instrument = Instrument { imported_globals, defined: names.len() as u32, counter: None, next_body: 0 };
     let mut module = wasm_encoder::Module::new();
     instrument.parse_core_module(&mut module, Parser::new(0), core)?;
-    if instrument.globals.is_none() {
+    if instrument.counter.is_none() {
         return Err(FunctionOrderError::NoGlobals);
     }
     let module = module.finish();
@@ -290,14 +305,15 @@ pub fn instrument_entries(core: &[u8]) -> Result<Vec<u8>, FunctionOrderError> {
 struct Instrument {
     imported_globals: u32,
     defined: u32,
-    /// The index of the counter global; the marks follow it.
-    globals: Option<u32>,
+    /// The index of the counter global (set by the global section); the
+    /// marks follow it.
+    counter: Option<u32>,
     next_body: u32,
 }
 
 impl Instrument {
     fn counter(&self) -> u32 {
-        self.globals.unwrap_or(0)
+        self.counter.unwrap_or(0)
     }
 }
 
@@ -315,8 +331,7 @@ impl Reencode for Instrument {
             self.parse_global(globals, global?)?;
             count += 1;
         }
-        let base = self.imported_globals + count;
-        self.globals = Some(base);
+        self.counter = Some(self.imported_globals + count);
         let mark = GlobalType { val_type: ValType::I32, mutable: true, shared: false };
         for _ in 0..=self.defined {
             globals.global(mark, &ConstExpr::i32_const(0));

@@ -9,6 +9,7 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 
 use super::componentize::{Allowed, componentize};
+use super::function_order::function_list;
 use super::scaffold::{Language, Scaffold};
 
 #[derive(Subcommand)]
@@ -80,15 +81,10 @@ impl ProjectCommand {
             ProjectCommand::Componentize(args) => {
                 let allowed = if args.no_imports { Allowed::Nothing } else { Allowed::Log };
                 let order = match &args.function_order {
-                    Some(path) => Some(
-                        std::fs::read_to_string(path)
-                            .with_context(|| format!("reading the function order {}", path.display()))?
-                            .lines()
-                            .map(str::trim)
-                            .filter(|line| !line.is_empty() && !line.starts_with('#'))
-                            .map(str::to_owned)
-                            .collect::<Vec<_>>(),
-                    ),
+                    Some(path) => Some(function_list(
+                        &std::fs::read_to_string(path)
+                            .with_context(|| format!("reading the function order {}", path.display()))?,
+                    )),
                     None => None,
                 };
                 let done = componentize(&args.core, &args.out, allowed, order.as_deref())?;

@@ -545,13 +545,17 @@ async fn install_crds(plane: &ControlPlane, flavor: Flavor, binaries: &Binaries)
 /// too, if the CRD is that new) and stores nothing: once it returns, real
 /// creates are not held.
 async fn wait_out_new_crd_delay(client: &Client, namespace: &str, sample: &Value) -> Result<(), BenchError> {
-    let mut object = sample.clone();
-    object["metadata"] = serde_json::json!({ "name": "bench-dry-run", "namespace": namespace });
-    let object: DynamicObject =
-        serde_json::from_value(object).map_err(|e| BenchError::Usage(format!("the sample is not an object: {e}")))?;
+    let object = sample_named(sample, "bench-dry-run", namespace)?;
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &memcached_resource());
     api.create(&PostParams { dry_run: true, ..PostParams::default() }, &object).await?;
     Ok(())
+}
+
+/// A sample CR under another name and namespace.
+fn sample_named(sample: &Value, name: &str, namespace: &str) -> Result<DynamicObject, BenchError> {
+    let mut object = sample.clone();
+    object["metadata"] = serde_json::json!({ "name": name, "namespace": namespace });
+    serde_json::from_value(object).map_err(|e| BenchError::Usage(format!("the sample is not an object: {e}")))
 }
 
 async fn run_one(
@@ -858,13 +862,10 @@ async fn create_all(
     futures::stream::iter(0..count)
         .map(|i| {
             let namespace = &namespaces[i % namespaces.len()];
-            let mut object = samples[i % samples.len()].clone();
-            object["metadata"] = serde_json::json!({ "name": cr_name(i), "namespace": namespace });
+            let object = sample_named(&samples[i % samples.len()], &cr_name(i), namespace);
             let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &resource);
             async move {
-                let object: DynamicObject = serde_json::from_value(object)
-                    .map_err(|e| BenchError::Usage(format!("the sample is not an object: {e}")))?;
-                api.create(&PostParams::default(), &object).await?;
+                api.create(&PostParams::default(), &object?).await?;
                 Ok::<_, BenchError>(())
             }
         })
