@@ -575,7 +575,10 @@ async fn rbac_grants_exactly_what_the_operator_uses() {
         swap_policy: Default::default(),
         logic_modules: None,
         record_budget: 4 << 20,
-        module_identity: ModuleIdentity::ServiceAccounts { namespace: accounts_namespace.clone() },
+        module_identity: ModuleIdentity::ServiceAccounts {
+            namespace: accounts_namespace.clone(),
+            prefix: String::new(),
+        },
     };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let module = ModuleSlot::new(operator_support::memcached_module());

@@ -446,6 +446,31 @@ fn values_reach_the_deployment_and_rbac() {
         json!([{"kind": "ServiceAccount", "name": "greeting", "namespace": NAMESPACE}])
     );
     assert_eq!(the(&extra, "Role", IMPERSONATION_ROLE)["rules"][0]["resourceNames"], json!(["memcached", "greeting"]));
+    assert!(!args_of(&extra).iter().any(|a| a.starts_with("--module-identity-prefix")), "no prefix by default");
+
+    // moduleIdentityPrefix: every module's account, its binding and the
+    // impersonation grant carry it, and so does the flag; the Roles keep
+    // their names (already the release's own).
+    let prefixed = template(&[
+        "--set",
+        "moduleIdentityPrefix=team-b-",
+        "--set-json",
+        &format!(r#"rbac.extraModules=[{{"name":"greeting","rules":{greeting_rules}}}]"#),
+    ]);
+    assert!(args_of(&prefixed).iter().any(|a| a == "--module-identity-prefix=team-b-"), "{:?}", args_of(&prefixed));
+    for module in ["memcached", "greeting"] {
+        let account = format!("team-b-{module}");
+        assert_eq!(the(&prefixed, "ServiceAccount", &account)["metadata"]["namespace"], json!(NAMESPACE));
+        assert_eq!(
+            the(&prefixed, "ClusterRoleBinding", &format!("memcached-operator-module-{module}"))["subjects"],
+            json!([{"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}])
+        );
+    }
+    assert!(prefixed.iter().all(|o| o["kind"] != "ServiceAccount" || o["metadata"]["name"] != MODULE_ACCOUNT));
+    assert_eq!(
+        the(&prefixed, "Role", IMPERSONATION_ROLE)["rules"][0]["resourceNames"],
+        json!(["team-b-memcached", "team-b-greeting"])
+    );
 
     // moduleIdentity: operator: no module identities, the modules' rules in
     // the operator's own role, the flag.
@@ -472,6 +497,7 @@ fn bad_values_are_refused_naming_the_value() {
         ("metrics.port=70000", "at '/metrics/port'"),
         ("metrics.secure=yes", "at '/metrics/secure'"),
         ("compile.strategy=fast", "at '/compile/strategy'"),
+        ("moduleIdentityPrefix=Team_B-", "at '/moduleIdentityPrefix'"),
         ("metrics.serviceMonitor.enable=true", "additional properties 'enable' not allowed"),
         // The chart's own checks.
         ("leaderElection.enabled=false", "replicaCount: 2 replicas would all reconcile"),
@@ -869,6 +895,42 @@ async fn helm_install_grants_the_rbac_runs_in_one_namespace_and_uninstalls() {
     for question in [access("create", "apps/deployments", Some(&ops)), access("list", "/secrets", Some(&anywhere))] {
         expect_access(&admin, &scoped_module, &question, false).await;
     }
+
+    // A second release in the same namespace, for another team. Without a
+    // prefix Helm refuses it, naming the module's ServiceAccount (the first
+    // release's); with one, its module acts as an account of its own, which
+    // only that release's operator may impersonate.
+    let other_team = plane.create_namespace("helm-team-b").await.expect("a namespace");
+    let watch_other = format!("watchNamespace={other_team}");
+    let kubeconfig = plane.kubeconfig(User::Admin).to_string_lossy().into_owned();
+    let install = ["install", "team-b", chart.as_str(), "--namespace", ops.as_str(), "--set", watch_other.as_str()];
+    let clash = helm(&[&install[..], &["--kubeconfig", kubeconfig.as_str()]].concat());
+    let clash_error = String::from_utf8_lossy(&clash.stderr);
+    assert!(!clash.status.success(), "a second release with the same module account installed");
+    assert!(clash_error.contains(r#"ServiceAccount "memcached""#), "{clash_error}");
+    let listed = helm_on(plane, &["list", "--namespace", &ops, "--failed", "--short"]);
+    if listed.lines().any(|release| release == "team-b") {
+        helm_on(plane, &["uninstall", "team-b", "--namespace", &ops]);
+    }
+    helm_on(plane, &[&install[..], &["--set", "moduleIdentityPrefix=team-b-"]].concat());
+    let team_b = release_objects(plane, "team-b", &ops);
+    assert_installed(plane, &team_b);
+    let team_b_module = service_account_user(&ops, "team-b-memcached");
+    let team_b_operator = service_account_user(&ops, "team-b-memcached-operator");
+    expect_access(&admin, &team_b_module, &access("create", "apps/deployments", Some(&other_team)), true).await;
+    expect_access(&admin, &team_b_module, &access("create", "apps/deployments", Some(&team)), false).await;
+    expect_access(&admin, &scoped_module, &access("create", "apps/deployments", Some(&other_team)), false).await;
+    let impersonate =
+        |name| Access { verb: "impersonate", resource: "/serviceaccounts", namespace: Some(&ops), name: Some(name) };
+    expect_access(&admin, &team_b_operator, &impersonate("team-b-memcached"), true).await;
+    expect_access(&admin, &team_b_operator, &impersonate(MODULE_ACCOUNT), false).await;
+    expect_access(&admin, &scoped_user, &impersonate("team-b-memcached"), false).await;
+    helm_on(plane, &["uninstall", "team-b", "--namespace", &ops]);
+    wait_uninstalled(plane, &team_b).await;
+    assert!(
+        live(plane, &the(&scoped, "ServiceAccount", MODULE_ACCOUNT).clone()).is_some(),
+        "the first release's stays"
+    );
 
     // The scoped release's Deployment, run as its ServiceAccount: it
     // reconciles a CR in the watched namespace, and the API server refuses

@@ -41,13 +41,15 @@ use wasm_operator::operator::{OperatorError, Options};
 struct Identities {
     ns: TestNamespace<'static>,
     accounts: String,
+    /// `--module-identity-prefix`: before each module's name in its account's.
+    account_prefix: String,
 }
 
 impl Identities {
     async fn new(prefix: &str) -> Self {
         let ns = TestNamespace::new(prefix).await;
         let accounts = ns.plane.create_namespace(&format!("{prefix}-accounts")).await.expect("a namespace");
-        Self { ns, accounts }
+        Self { ns, accounts, account_prefix: String::new() }
     }
 
     fn plane(&self) -> &'static ControlPlane {
@@ -55,12 +57,15 @@ impl Identities {
     }
 
     fn user(&self, module: &str) -> String {
-        format!("system:serviceaccount:{}:{module}", self.accounts)
+        format!("system:serviceaccount:{}:{}{module}", self.accounts, self.account_prefix)
     }
 
     fn options(&self) -> Options {
         Options {
-            module_identity: ModuleIdentity::ServiceAccounts { namespace: self.accounts.clone() },
+            module_identity: ModuleIdentity::ServiceAccounts {
+                namespace: self.accounts.clone(),
+                prefix: self.account_prefix.clone(),
+            },
             ..options(&self.ns.namespace)
         }
     }
@@ -89,7 +94,7 @@ impl Identities {
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
             "metadata": {"name": name, "namespace": self.ns.namespace},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-            "subjects": [{"kind": "ServiceAccount", "name": module, "namespace": self.accounts}],
+            "subjects": [{"kind": "ServiceAccount", "name": format!("{}{module}", self.account_prefix), "namespace": self.accounts}],
         });
         self.plane().apply_yaml(&role.to_string()).await.expect("applying the module's Role");
         self.plane().apply_yaml(&binding.to_string()).await.expect("binding the module's Role");
@@ -276,6 +281,54 @@ async fn a_module_whose_role_lacks_what_it_claims_is_refused_at_load_naming_verb
     .await;
     let _ = opted_out.kill();
     let _ = opted_out.wait();
+}
+
+/// `--module-identity-prefix`: the binary's module acts as the account
+/// named PREFIX + its name (two operators with a module of the same name
+/// keep their accounts apart in one namespace); the unprefixed account is
+/// not used, and its grants count for nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_prefix_the_module_acts_as_the_prefixed_account() {
+    let mut identities = Identities::new("identity-prefix").await;
+    identities.account_prefix = "team-b-".to_owned();
+    let ns = &identities.ns;
+    let module = module_file("greeting.wasm");
+    ns.plane.apply_yaml(&module.manifest().crd).await.expect("installing the Greeting CRD");
+    identities.grant("greeting", &module, &[]).await;
+    let user = identities.user("greeting");
+    assert!(user.ends_with(":team-b-greeting"), "{user}");
+    identities.wait_allowed(&user, "create", "", "configmaps", true).await;
+
+    let mark = ns.plane.audit_mark().expect("the audit log");
+    let binary = control_plane::repo_root().join("target/release/wasm-operator");
+    let mut operator = std::process::Command::new(&binary)
+        .args(["--module", &control_plane::repo_root().join("target/greeting.wasm").display().to_string()])
+        .args(["run", "--namespace", &ns.namespace, "--module-identity-namespace", &identities.accounts])
+        .args(["--module-identity-prefix", "team-b-"])
+        .args(["--leader-elect=false", "--metrics-bind-address=127.0.0.1:0", "--health-probe-bind-address=127.0.0.1:0"])
+        .env("KUBECONFIG", ns.plane.kubeconfig(User::Operator))
+        .env_remove("POD_NAMESPACE")
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("running wasm-operator");
+    greetings(ns).create(&PostParams::default(), &greeting("hello", "hello")).await.expect("creating a Greeting");
+    let configmaps = ns.api(&gvk("", "v1", "ConfigMap", "configmaps"));
+    eventually("the Greeting's ConfigMap", || async { exists(&configmaps, "hello").await.then_some(()) }).await;
+    let _ = operator.kill();
+    let _ = operator.wait();
+
+    ns.plane.audit_sync().await.expect("the audit log catches up");
+    let requests = identities.operator_requests(mark);
+    let created = requests
+        .iter()
+        .find(|e| e.verb == "create" && e.resource.as_deref() == Some("configmaps") && e.code.is_some_and(|c| c < 300))
+        .expect("the ConfigMap's create in the audit log");
+    assert_eq!(created.impersonated_user.as_deref(), Some(user.as_str()));
+    let unprefixed = format!("system:serviceaccount:{}:greeting", identities.accounts);
+    assert!(
+        requests.iter().all(|e| e.impersonated_user.as_deref() != Some(unprefixed.as_str())),
+        "a request was made as the unprefixed account"
+    );
 }
 
 /// A denial at load is asked again for a few seconds (an API server that

@@ -98,7 +98,10 @@ pub fn options(namespace: &str) -> Options {
         swap_policy: Default::default(),
         logic_modules: None,
         record_budget: 4 << 20,
-        module_identity: ModuleIdentity::ServiceAccounts { namespace: MODULE_IDENTITY_NAMESPACE.to_owned() },
+        module_identity: ModuleIdentity::ServiceAccounts {
+            namespace: MODULE_IDENTITY_NAMESPACE.to_owned(),
+            prefix: String::new(),
+        },
     }
 }
 

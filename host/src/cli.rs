@@ -61,6 +61,10 @@ pub enum HostCommand {
         /// (default: the binary's name).
         #[arg(long, value_name = "NAME")]
         operator_service_account: Option<String>,
+        /// Before each module's name in its ServiceAccount's (`run`'s
+        /// --module-identity-prefix).
+        #[arg(long, default_value = "", value_name = "PREFIX")]
+        module_identity_prefix: String,
     },
     /// Compile a module ahead of time for this binary and CPU; load the
     /// result with `--module FILE --allow-precompiled` to start without compiling.
@@ -110,8 +114,9 @@ impl HostCommand {
             HostCommand::Run(args) => run_command(flavor, modules, *args),
             HostCommand::Crd => crd_command(flavor, modules),
             HostCommand::Manifest => manifest_command(flavor, modules),
-            HostCommand::Rbac { namespace, operator_service_account } => {
-                rbac_command(flavor, modules, &namespace, operator_service_account.as_deref().unwrap_or(flavor.binary))
+            HostCommand::Rbac { namespace, operator_service_account, module_identity_prefix } => {
+                let operator = operator_service_account.as_deref().unwrap_or(flavor.binary);
+                rbac_command(flavor, modules, &namespace, operator, &module_identity_prefix)
             }
             HostCommand::Precompile { output } => precompile_command(flavor, modules, &output),
             HostCommand::Push { file, reference, registry } => push_command(&file, &reference, &registry),
@@ -239,6 +244,11 @@ pub struct RunArgs {
     /// the client's namespace).
     #[arg(long, env = "POD_NAMESPACE")]
     pub module_identity_namespace: Option<String>,
+    /// Put before a module's name to name its ServiceAccount (e.g. `team-b-`
+    /// makes `team-b-memcached`), so that two operators running a module of
+    /// the same name keep their accounts apart in one namespace.
+    #[arg(long, env = "WASM_OPERATOR_MODULE_IDENTITY_PREFIX", default_value = "", value_name = "PREFIX")]
+    pub module_identity_prefix: String,
 }
 
 /// `--module-identity`.
@@ -455,11 +465,17 @@ pub fn crd_command(flavor: &Flavor, args: &ModuleArgs) -> Result<ExitCode> {
 }
 
 /// `rbac`: the objects each module's own identity needs, as YAML.
-pub fn rbac_command(flavor: &Flavor, args: &ModuleArgs, namespace: &str, operator: &str) -> Result<ExitCode> {
+pub fn rbac_command(
+    flavor: &Flavor,
+    args: &ModuleArgs,
+    namespace: &str,
+    operator: &str,
+    account_prefix: &str,
+) -> Result<ExitCode> {
     let engine = engine()?;
     let modules = load_modules(&engine, flavor, args)?;
     let manifests: Vec<&crate::modules::Manifest> = modules.iter().map(|m| m.manifest()).collect();
-    let objects = crate::authoring::rbac::rbac_objects(&manifests, namespace, operator);
+    let objects = crate::authoring::rbac::rbac_objects(&manifests, namespace, operator, account_prefix)?;
     print_out(&crate::authoring::documents::to_yaml(&objects))
 }
 
@@ -641,6 +657,7 @@ pub async fn run_operator(
                     .module_identity_namespace
                     .clone()
                     .unwrap_or_else(|| client.default_namespace().to_owned()),
+                prefix: args.module_identity_prefix.clone(),
             },
         },
     };

@@ -9,21 +9,29 @@
 use serde_json::{Value, json};
 
 use crate::modules::Manifest;
-use crate::operator::identity::needed_permissions;
+use crate::operator::identity::{IdentityError, module_account, needed_permissions};
 
 const RBAC: &str = "rbac.authorization.k8s.io/v1";
 
-/// The objects for `manifests`' modules, whose ServiceAccounts live in
-/// `namespace` beside the operator's ServiceAccount `operator`.
-pub fn rbac_objects(manifests: &[&Manifest], namespace: &str, operator: &str) -> Vec<Value> {
+/// The objects for `manifests`' modules, whose ServiceAccounts (each named
+/// `account_prefix` then the module's name) live in `namespace` beside the
+/// operator's ServiceAccount `operator`.
+pub fn rbac_objects(
+    manifests: &[&Manifest],
+    namespace: &str,
+    operator: &str,
+    account_prefix: &str,
+) -> Result<Vec<Value>, IdentityError> {
     let labels = json!({ "app.kubernetes.io/name": operator });
     let mut objects = Vec::new();
+    let mut accounts = Vec::new();
     for manifest in manifests {
         let module = &manifest.name;
+        let account = module_account(account_prefix, module)?;
         let role = format!("{operator}-module-{module}");
         objects.push(json!({
             "apiVersion": "v1", "kind": "ServiceAccount",
-            "metadata": { "name": module, "namespace": namespace, "labels": labels },
+            "metadata": { "name": account, "namespace": namespace, "labels": labels },
             "automountServiceAccountToken": false,
         }));
         objects.push(json!({
@@ -35,15 +43,15 @@ pub fn rbac_objects(manifests: &[&Manifest], namespace: &str, operator: &str) ->
             "apiVersion": RBAC, "kind": "ClusterRoleBinding",
             "metadata": { "name": role, "labels": labels },
             "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role },
-            "subjects": [{ "kind": "ServiceAccount", "name": module, "namespace": namespace }],
+            "subjects": [{ "kind": "ServiceAccount", "name": account, "namespace": namespace }],
         }));
+        accounts.push(account);
     }
     let impersonate = format!("{operator}-impersonate-modules");
-    let names: Vec<&str> = manifests.iter().map(|m| m.name.as_str()).collect();
     objects.push(json!({
         "apiVersion": RBAC, "kind": "Role",
         "metadata": { "name": impersonate, "namespace": namespace, "labels": labels },
-        "rules": [{ "apiGroups": [""], "resources": ["serviceaccounts"], "resourceNames": names, "verbs": ["impersonate"] }],
+        "rules": [{ "apiGroups": [""], "resources": ["serviceaccounts"], "resourceNames": accounts, "verbs": ["impersonate"] }],
     }));
     objects.push(json!({
         "apiVersion": RBAC, "kind": "RoleBinding",
@@ -51,7 +59,7 @@ pub fn rbac_objects(manifests: &[&Manifest], namespace: &str, operator: &str) ->
         "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": impersonate },
         "subjects": [{ "kind": "ServiceAccount", "name": operator, "namespace": namespace }],
     }));
-    objects
+    Ok(objects)
 }
 
 /// One rule per resource, its verbs in the order the host needs them.
@@ -81,7 +89,7 @@ mod tests {
     #[test]
     fn a_module_gets_its_account_its_role_and_the_operator_may_impersonate_it() {
         let manifest = test_manifest(&["/ConfigMap/configmaps"], &["/Secret/secrets"]);
-        let objects = rbac_objects(&[&manifest], "ops", "wasm-operator");
+        let objects = rbac_objects(&[&manifest], "ops", "wasm-operator", "").expect("objects");
         let kinds: Vec<&str> = objects.iter().filter_map(|o| o["kind"].as_str()).collect();
         assert_eq!(kinds, ["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"]);
         assert_eq!(
@@ -104,5 +112,18 @@ mod tests {
         );
         assert_eq!(objects[3]["rules"][0]["resourceNames"], json!(["greeting"]));
         assert_eq!(objects[4]["subjects"][0]["name"], "wasm-operator");
+    }
+
+    #[test]
+    fn the_prefix_names_the_account_its_binding_and_what_the_operator_may_impersonate() {
+        let manifest = test_manifest(&["/ConfigMap/configmaps"], &[]);
+        let objects = rbac_objects(&[&manifest], "ops", "team-b-operator", "team-b-").expect("objects");
+        assert_eq!(objects[0]["metadata"]["name"], "team-b-greeting");
+        // The role keeps the module's name after the operator's, which is already the release's own.
+        assert_eq!(objects[1]["metadata"]["name"], "team-b-operator-module-greeting");
+        assert_eq!(objects[2]["subjects"][0]["name"], "team-b-greeting");
+        assert_eq!(objects[3]["rules"][0]["resourceNames"], json!(["team-b-greeting"]));
+        let refused = rbac_objects(&[&manifest], "ops", "wasm-operator", "Team_").expect_err("refused");
+        assert!(refused.to_string().contains("\"Team_greeting\""), "{refused}");
     }
 }

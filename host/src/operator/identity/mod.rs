@@ -24,9 +24,11 @@ pub enum ModuleIdentity {
     /// The operator's own identity (for clusters that forbid impersonation):
     /// every module may then do all that the operator's role allows.
     Operator,
-    /// The ServiceAccount named after the module (its manifest's `name`) in
-    /// `namespace`, impersonated.
-    ServiceAccounts { namespace: String },
+    /// The ServiceAccount named `prefix` + the module's manifest `name` in
+    /// `namespace`, impersonated. The prefix (empty by default) lets two
+    /// operators whose modules share a name keep their accounts apart in one
+    /// namespace (two Helm releases there).
+    ServiceAccounts { namespace: String, prefix: String },
 }
 
 /// How one module reaches the API server for its writes: the client, and
@@ -46,10 +48,10 @@ pub struct ModuleClient {
 #[derive(Debug, thiserror::Error)]
 pub enum IdentityError {
     #[error(
-        "module {module}: its name is not a ServiceAccount name (lowercase letters, digits, '-' and '.', at most 253), \
-         which --module-identity=service-account needs"
+        "module {module}: {account:?} (--module-identity-prefix, then the module's name) is not a ServiceAccount name \
+         (lowercase letters, digits, '-' and '.', at most 253), which --module-identity=service-account needs"
     )]
-    NotAServiceAccountName { module: String },
+    NotAServiceAccountName { module: String, account: String },
 }
 
 impl ModuleIdentity {
@@ -66,13 +68,13 @@ impl ModuleIdentity {
             ModuleIdentity::Operator => {
                 Ok(ModuleClient { client: operator.clone(), operator: operator.clone(), user: None, namespace })
             }
-            ModuleIdentity::ServiceAccounts { namespace: accounts } => {
-                if !is_service_account_name(module) {
-                    return Err(IdentityError::NotAServiceAccountName { module: module.to_owned() });
-                }
-                let user = format!("system:serviceaccount:{accounts}:{module}");
-                let header = HeaderValue::from_str(&user)
-                    .map_err(|_| IdentityError::NotAServiceAccountName { module: module.to_owned() })?;
+            ModuleIdentity::ServiceAccounts { namespace: accounts, prefix } => {
+                let account = module_account(prefix, module)?;
+                let user = format!("system:serviceaccount:{accounts}:{account}");
+                let header = HeaderValue::from_str(&user).map_err(|_| IdentityError::NotAServiceAccountName {
+                    module: module.to_owned(),
+                    account: account.clone(),
+                })?;
                 Ok(ModuleClient {
                     client: impersonating(operator, header),
                     operator: operator.clone(),
@@ -93,6 +95,17 @@ impl ModuleClient {
             None => Ok(()),
             Some(user) => access::check(&self.client, user, manifest, self.namespace.as_deref()).await,
         }
+    }
+}
+
+/// The ServiceAccount `module` acts as: `prefix`, then the module's name;
+/// refused unless a ServiceAccount may have that name.
+pub fn module_account(prefix: &str, module: &str) -> Result<String, IdentityError> {
+    let account = format!("{prefix}{module}");
+    if is_service_account_name(&account) {
+        Ok(account)
+    } else {
+        Err(IdentityError::NotAServiceAccountName { module: module.to_owned(), account })
     }
 }
 
@@ -132,5 +145,33 @@ mod tests {
         for bad in ["", "Memcached", "-a", "a-", "a..b", "a_b", "a b", &"a".repeat(254)] {
             assert!(!is_service_account_name(bad), "{bad}");
         }
+    }
+
+    /// A client that never reaches a server: `client_for` sends nothing.
+    fn unreachable_client() -> Client {
+        let service = tower::service_fn(|_: Request<kube::client::Body>| async {
+            Err::<http::Response<kube::client::Body>, std::io::Error>(std::io::Error::other("no server in this test"))
+        });
+        Client::new(service, "default")
+    }
+
+    #[tokio::test]
+    async fn the_prefix_comes_before_the_module_name_in_the_account() {
+        let operator = unreachable_client();
+        let identity =
+            |prefix: &str| ModuleIdentity::ServiceAccounts { namespace: "ops".into(), prefix: prefix.into() };
+        let plain = identity("").client_for(&operator, "memcached", None).expect("a client");
+        assert_eq!(plain.user.as_deref(), Some("system:serviceaccount:ops:memcached"));
+        let prefixed = identity("team-b-").client_for(&operator, "memcached", None).expect("a client");
+        assert_eq!(prefixed.user.as_deref(), Some("system:serviceaccount:ops:team-b-memcached"));
+        // The whole name must be one a ServiceAccount can have; the error
+        // names the module and the account it would have been.
+        let refused = identity("Team-").client_for(&operator, "memcached", None).err().expect("refused");
+        let message = refused.to_string();
+        assert!(message.contains("module memcached") && message.contains("\"Team-memcached\""), "{message}");
+        assert!(message.contains("--module-identity-prefix"), "{message}");
+        let too_long = identity(&"a".repeat(250)).client_for(&operator, "memcached", None);
+        assert!(too_long.is_err(), "a 259-character account name was accepted");
+        assert!(ModuleIdentity::Operator.client_for(&operator, "memcached", None).expect("a client").user.is_none());
     }
 }
