@@ -9,10 +9,11 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
 
-use super::cases::{self, CaseFile, Modules};
+use super::cases::{self, Modules};
 use super::documents;
 use super::render::{self, read_objects};
 use crate::cli::{self, ModuleArgs};
+use crate::planning::case::CaseFile;
 
 /// Commands for writing a module: `render` and `test` need no cluster;
 /// `dev` runs the module on one.

@@ -1,4 +1,4 @@
-//! Records as `wasm-operator test` cases (`authoring/cases.rs`), one YAML
+//! Records as `wasm-operator test` cases (`planning/case.rs`), one YAML
 //! document per record, oldest first. A case's inputs are what the module
 //! was given (`statusOwned`: what `status` was given, the objects as the
 //! writes left them); its `expect` is what the module answered, through the
@@ -15,10 +15,10 @@ use std::path::PathBuf;
 use serde_json::{Map, Value, json};
 
 use super::recorder::{Answer, Record};
-use crate::authoring::cases::{self, Case, CaseFile, Expect};
 use crate::modules::LogicModule;
 use crate::operator::desired::{self, Owner};
 use crate::operator::kinds::{KindError, Kinds};
+use crate::planning::case::{self as cases, Case, CaseFile, Expect};
 use crate::planning::offline::{self, Given, Outcome, ReconcileError};
 
 /// At most this many differing fields are named per record.
