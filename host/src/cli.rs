@@ -244,9 +244,9 @@ pub struct RunArgs {
     /// the client's namespace).
     #[arg(long, env = "POD_NAMESPACE")]
     pub module_identity_namespace: Option<String>,
-    /// Put before a module's name to name its ServiceAccount (e.g. `team-b-`
-    /// makes `team-b-memcached`), so that two operators running a module of
-    /// the same name keep their accounts apart in one namespace.
+    /// Put before a module's name to name its ServiceAccount (`team-b-` makes
+    /// module `web` act as `team-b-web`), so that two operators running a
+    /// module of the same name keep their accounts apart in one namespace.
     #[arg(long, env = "WASM_OPERATOR_MODULE_IDENTITY_PREFIX", default_value = "", value_name = "PREFIX")]
     pub module_identity_prefix: String,
 }
