@@ -48,10 +48,11 @@ pub struct ModuleClient {
 #[derive(Debug, thiserror::Error)]
 pub enum IdentityError {
     #[error(
-        "module {module}: {account:?} (--module-identity-prefix, then the module's name) is not a ServiceAccount name \
-         (lowercase letters, digits, '-' and '.', at most 253), which --module-identity=service-account needs"
+        "module {module}: {account:?}{} is not a ServiceAccount name (lowercase letters, digits, '-' and '.', \
+         at most 253), which --module-identity=service-account needs",
+        if *.prefixed { " (--module-identity-prefix, then the module's name)" } else { "" }
     )]
-    NotAServiceAccountName { module: String, account: String },
+    NotAServiceAccountName { module: String, account: String, prefixed: bool },
 }
 
 impl ModuleIdentity {
@@ -74,6 +75,7 @@ impl ModuleIdentity {
                 let header = HeaderValue::from_str(&user).map_err(|_| IdentityError::NotAServiceAccountName {
                     module: module.to_owned(),
                     account: account.clone(),
+                    prefixed: !prefix.is_empty(),
                 })?;
                 Ok(ModuleClient {
                     client: impersonating(operator, header),
@@ -105,7 +107,7 @@ pub fn module_account(prefix: &str, module: &str) -> Result<String, IdentityErro
     if is_service_account_name(&account) {
         Ok(account)
     } else {
-        Err(IdentityError::NotAServiceAccountName { module: module.to_owned(), account })
+        Err(IdentityError::NotAServiceAccountName { module: module.to_owned(), account, prefixed: !prefix.is_empty() })
     }
 }
 
@@ -170,6 +172,9 @@ mod tests {
         let message = refused.to_string();
         assert!(message.contains("module memcached") && message.contains("\"Team-memcached\""), "{message}");
         assert!(message.contains("--module-identity-prefix"), "{message}");
+        let unprefixed = identity("").client_for(&operator, "Greeting", None).err().expect("refused").to_string();
+        assert!(unprefixed.contains("module Greeting: \"Greeting\" is not"), "{unprefixed}");
+        assert!(!unprefixed.contains("prefix"), "no prefix was given: {unprefixed}");
         let too_long = identity(&"a".repeat(250)).client_for(&operator, "memcached", None);
         assert!(too_long.is_err(), "a 259-character account name was accepted");
         assert!(ModuleIdentity::Operator.client_for(&operator, "memcached", None).expect("a client").user.is_none());
