@@ -135,6 +135,25 @@ impl Identities {
         .await;
     }
 
+    /// The `wasm-operator` binary running `target/MODULE_FILE` in the test
+    /// namespace as the operator user, `run_args` after `run`'s own.
+    fn binary(&self, module_file: &str, run_args: &[&str]) -> std::process::Command {
+        let root = control_plane::repo_root();
+        let mut command = std::process::Command::new(root.join("target/release/wasm-operator"));
+        command
+            .args(["--module", &root.join("target").join(module_file).display().to_string()])
+            .args(["run", "--namespace", &self.ns.namespace])
+            .args(run_args)
+            .args([
+                "--leader-elect=false",
+                "--metrics-bind-address=127.0.0.1:0",
+                "--health-probe-bind-address=127.0.0.1:0",
+            ])
+            .env("KUBECONFIG", self.plane().kubeconfig(User::Operator))
+            .env_remove("POD_NAMESPACE");
+        command
+    }
+
     async fn operator_client(&self) -> Client {
         self.plane().client(User::Operator).await.expect("an operator client")
     }
@@ -251,13 +270,8 @@ async fn a_module_whose_role_lacks_what_it_claims_is_refused_at_load_naming_verb
     assert!(!exists(&ns.api(&gvk("", "v1", "ConfigMap", "configmaps")), "kept").await, "nothing reconciled");
 
     // The binary refuses it the same way, naming it on stderr.
-    let binary = control_plane::repo_root().join("target/release/wasm-operator");
-    let output = std::process::Command::new(&binary)
-        .args(["--module", &control_plane::repo_root().join("target/greeting-owns-secret.wasm").display().to_string()])
-        .args(["run", "--namespace", &ns.namespace, "--module-identity-namespace", &identities.accounts])
-        .args(["--leader-elect=false", "--metrics-bind-address=127.0.0.1:0", "--health-probe-bind-address=127.0.0.1:0"])
-        .env("KUBECONFIG", ns.plane.kubeconfig(User::Operator))
-        .env_remove("POD_NAMESPACE")
+    let output = identities
+        .binary("greeting-owns-secret.wasm", &["--module-identity-namespace", &identities.accounts])
         .output()
         .expect("running wasm-operator");
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -266,11 +280,8 @@ async fn a_module_whose_role_lacks_what_it_claims_is_refused_at_load_naming_verb
     assert_eq!(stderr.matches("may not").count(), 1, "said once: {stderr}");
 
     // With --module-identity=operator (the opt-out) it runs as the operator.
-    let mut opted_out = std::process::Command::new(&binary)
-        .args(["--module", &control_plane::repo_root().join("target/greeting-owns-secret.wasm").display().to_string()])
-        .args(["run", "--namespace", &ns.namespace, "--module-identity=operator"])
-        .args(["--leader-elect=false", "--metrics-bind-address=127.0.0.1:0", "--health-probe-bind-address=127.0.0.1:0"])
-        .env("KUBECONFIG", ns.plane.kubeconfig(User::Operator))
+    let mut opted_out = identities
+        .binary("greeting-owns-secret.wasm", &["--module-identity=operator"])
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("running wasm-operator");
@@ -300,14 +311,9 @@ async fn with_a_prefix_the_module_acts_as_the_prefixed_account() {
     identities.wait_allowed(&user, "create", "", "configmaps", true).await;
 
     let mark = ns.plane.audit_mark().expect("the audit log");
-    let binary = control_plane::repo_root().join("target/release/wasm-operator");
-    let mut operator = std::process::Command::new(&binary)
-        .args(["--module", &control_plane::repo_root().join("target/greeting.wasm").display().to_string()])
-        .args(["run", "--namespace", &ns.namespace, "--module-identity-namespace", &identities.accounts])
-        .args(["--module-identity-prefix", "team-b-"])
-        .args(["--leader-elect=false", "--metrics-bind-address=127.0.0.1:0", "--health-probe-bind-address=127.0.0.1:0"])
-        .env("KUBECONFIG", ns.plane.kubeconfig(User::Operator))
-        .env_remove("POD_NAMESPACE")
+    let accounts = ["--module-identity-namespace", &identities.accounts, "--module-identity-prefix", "team-b-"];
+    let mut operator = identities
+        .binary("greeting.wasm", &accounts)
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("running wasm-operator");
