@@ -97,7 +97,9 @@ pub(crate) fn mark(path: &Path) -> Result<AuditMark, Error> {
 }
 
 /// Every complete event from `from` on. A last line without its newline is
-/// still being written and is left for the next read.
+/// still being written and is left for the next read; a first line the mark
+/// falls inside (the file's size was read while the API server was writing
+/// an event across pages) began before the mark and is not one of them.
 pub(crate) fn read(path: &Path, from: AuditMark) -> Result<Vec<AuditEvent>, Error> {
     let mut file = match std::fs::File::open(path) {
         Ok(file) => file,
@@ -105,9 +107,15 @@ pub(crate) fn read(path: &Path, from: AuditMark) -> Result<Vec<AuditEvent>, Erro
         Err(e) => return Err(Error::io(format!("opening {}", path.display()), e)),
     };
     let mut bytes = Vec::new();
-    file.seek(SeekFrom::Start(from.0))
+    // From the byte before the mark, to see whether the mark starts a line.
+    file.seek(SeekFrom::Start(from.0.saturating_sub(1)))
         .and_then(|_| file.read_to_end(&mut bytes))
         .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+    let bytes = if from.0 == 0 {
+        &bytes[..]
+    } else {
+        bytes.iter().position(|b| *b == b'\n').map_or(&bytes[..0], |end| &bytes[end + 1..])
+    };
     // Cut before decoding: the line being written may end mid-character.
     let complete = bytes.iter().rposition(|b| *b == b'\n').map_or(&bytes[..0], |end| &bytes[..end]);
     let complete = std::str::from_utf8(complete).map_err(|e| {
@@ -138,4 +146,30 @@ pub(crate) fn read(path: &Path, from: AuditMark) -> Result<Vec<AuditEvent>, Erro
         });
     }
     Ok(events)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(name: &str) -> String {
+        format!(
+            r#"{{"stage":"ResponseComplete","verb":"get","user":{{"username":"admin"}},"objectRef":{{"name":"{name}"}},"requestURI":"/x"}}"#
+        ) + "\n"
+    }
+
+    #[test]
+    fn a_mark_inside_a_line_skips_that_line_and_one_at_its_start_keeps_it() {
+        let path = std::env::temp_dir().join(format!("audit-mark-{}.log", std::process::id()));
+        let (first, second) = (line("first"), line("second"));
+        std::fs::write(&path, format!("{first}{second}")).expect("writing");
+        let names = |mark: u64| -> Vec<Option<String>> {
+            read(&path, AuditMark(mark)).expect("read").into_iter().map(|e| e.name).collect()
+        };
+        assert_eq!(names(0), [Some("first".to_owned()), Some("second".to_owned())]);
+        assert_eq!(names(first.len() as u64), [Some("second".to_owned())]);
+        assert_eq!(names(5), [Some("second".to_owned())], "a mark inside the first line");
+        assert_eq!(names((first.len() + second.len()) as u64), Vec::<Option<String>>::new());
+        std::fs::remove_file(&path).expect("removing");
+    }
 }
