@@ -84,8 +84,11 @@ $(OPERATOR): $(OPERATOR_SOURCES)
 # The operator as the Dockerfile ships it (Cargo.toml's `ship` profile: fat LTO), which the end-to-end
 # benchmarks measure; 12-18 minutes cold on 2 cores, so only they build it.
 SHIP_OPERATOR := target/ship/memcached-operator
+# The check says how much of host/link/serving-functions.txt the binary still has (the linker skips
+# a stale list's names without a word).
 $(SHIP_OPERATOR): $(OPERATOR_SOURCES) Cargo.toml
 	$(CARGO) build --profile ship --workspace --bin memcached-operator
+	python3 scripts/code-order.py --check $@ host/link/serving-functions.txt
 
 # The local control plane's binary (tests/control-plane), for `make run`.
 CONTROL_PLANE := target/release/control-plane

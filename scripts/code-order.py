@@ -4,6 +4,7 @@ while it serves, then those only its start runs, in the order the linker lays
 them out first (host/link/code_order.rs says why).
 
     scripts/code-order.py [BINARY] [OUT]     (make code-order)
+    scripts/code-order.py --check BINARY LIST  (after each `ship` build)
 
 How: one `bench-e2e` run of BINARY at 1000 CRs (ours only), with the block
 device's readahead off and the binary's pages dropped from the page cache
@@ -113,7 +114,39 @@ def functions(binary):
     return found
 
 
+def listed_names(path):
+    """The function names of a list this script wrote, in its order."""
+    with open(path) as file:
+        return [line.strip() for line in file if line.strip() and not line.startswith("#")]
+
+
+# Below this share of its names in the binary, the list is reported stale.
+FRESH_ENOUGH = 0.9
+
+
+def check(binary, path):
+    """Says how many of the list's names `binary` has. The linker skips the
+    others without a word, so a list gone stale (crates updated, renamed
+    functions) would only show as resident memory creeping up."""
+    names = listed_names(path)
+    have = {name for _, name in functions(binary)}
+    found = sum(name in have for name in names)
+    share = found / len(names) if names else 0.0
+    print(f"code-order: {found} of {len(names)} functions in {path} are in {binary} ({share:.0%})")
+    if share < FRESH_ENOUGH:
+        print(
+            f"code-order: warning: {path} is stale (under {FRESH_ENOUGH:.0%} of it found): the code the "
+            "operator serves with is no longer laid out together, and it keeps more memory resident; "
+            "run `make code-order` and rebuild"
+        )
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--check":
+        if len(sys.argv) != 4:
+            sys.exit("usage: code-order.py --check BINARY LIST")
+        check(sys.argv[2], sys.argv[3])
+        return
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     binary = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(root, "target/ship/memcached-operator"))
     out = sys.argv[2] if len(sys.argv) > 2 else os.path.join(root, "host/link/serving-functions.txt")

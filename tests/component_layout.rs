@@ -59,3 +59,50 @@ fn the_functions_a_reconcile_runs_come_first_in_the_listed_order() {
     }
     assert!(position < names.len() / 2, "most functions come after the listed ones ({position} of {})", names.len());
 }
+
+/// The host's list (host/link/serving-functions.txt) names functions with
+/// their crate hashes, as the linker needs them, so a dependency update
+/// makes it stale without a word from the linker. `make` checks each
+/// `ship` build with `scripts/code-order.py --check`; here the check runs
+/// on this test's own binary, with a list of three of its functions and,
+/// then, a fourth it does not have.
+#[test]
+fn the_host_list_check_counts_the_names_a_binary_has_and_says_when_it_is_stale() {
+    let binary = std::env::current_exe().expect("the test binary's path");
+    let symbols = std::process::Command::new("nm").arg("--defined-only").arg(&binary).output().expect("nm runs");
+    let names: Vec<String> = String::from_utf8_lossy(&symbols.stdout)
+        .lines()
+        .filter_map(|line| match line.split_whitespace().collect::<Vec<_>>()[..] {
+            [_, "t" | "T", name] if name.starts_with("_ZN") => Some(name.to_owned()),
+            _ => None,
+        })
+        .take(3)
+        .collect();
+    assert_eq!(names.len(), 3, "the test binary has functions with symbols");
+    let dir = std::env::temp_dir().join(format!("code-order-check-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    let check = |list: &[String]| {
+        let path = dir.join("serving-functions.txt");
+        std::fs::write(&path, format!("# a list\n{}\n", list.join("\n"))).expect("the list is written");
+        let output = std::process::Command::new("python3")
+            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/code-order.py"))
+            .arg("--check")
+            .arg(&binary)
+            .arg(&path)
+            .output()
+            .expect("python3 runs");
+        assert!(output.status.success(), "the check fails only on bad use: {output:?}");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+
+    let fresh = check(&names);
+    assert!(fresh.contains("3 of 3 functions"), "{fresh}");
+    assert!(!fresh.contains("stale"), "{fresh}");
+
+    let mut stale = names.clone();
+    stale.push("_ZN4gone8function17h0123456789abcdefE".to_owned());
+    let stale = check(&stale);
+    assert!(stale.contains("3 of 4 functions"), "{stale}");
+    assert!(stale.contains("is stale") && stale.contains("make code-order"), "{stale}");
+    std::fs::remove_dir_all(&dir).ok();
+}
