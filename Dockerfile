@@ -11,10 +11,16 @@ FROM docker.io/library/rust:1.95-bookworm AS build
 WORKDIR /src
 RUN rustup target add wasm32-unknown-unknown
 COPY . .
+# Built as `make`'s ship build and the benchmarks build it (--workspace, not
+# -p): -p resolves the dependencies' features anew, which changes their
+# symbol names, and host/link/serving-functions.txt (the code the operator
+# serves with, laid out first) then matched under half of them. The check
+# prints how much of that list the binary has.
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
     bash scripts/build-wasm.sh \
-    && cargo build --profile ship --locked -p memcached-operator -p wasm-operator \
+    && cargo build --profile ship --locked --workspace --bin memcached-operator --bin wasm-operator \
+    && python3 scripts/code-order.py --check target/ship/memcached-operator host/link/serving-functions.txt \
     && cp target/ship/memcached-operator target/ship/wasm-operator /usr/local/bin/ \
     && mkdir -p /opt/memcached-operator \
     && memcached-operator precompile -o /opt/memcached-operator/memcached.cwasm
