@@ -1101,8 +1101,14 @@ fn the_deployment_is_hardened_and_matches_the_flags_dockerfile_and_readme() {
     let ship_build = dockerfile.lines().find(|l| l.contains("cargo build --profile ship")).expect("a ship build");
     assert!(ship_build.contains("--workspace") && !ship_build.contains(" -p "), "{ship_build}");
     let makefile = std::fs::read_to_string(root.join("Makefile")).expect("Makefile");
-    assert!(makefile.contains("$(CARGO) build --profile ship --workspace --bin memcached-operator"), "make's ship build");
-    assert!(dockerfile.contains("scripts/code-order.py --check target/ship/memcached-operator"), "the image build checks the list");
+    assert!(
+        makefile.contains("$(CARGO) build --profile ship --workspace --bin memcached-operator"),
+        "make's ship build"
+    );
+    assert!(
+        dockerfile.contains("scripts/code-order.py --check target/ship/memcached-operator"),
+        "the image build checks the list"
+    );
 
     // The kustomization lists every manifest under deploy/ but the samples.
     let listed: BTreeSet<String> = strings(&kustomization["resources"]).into_iter().collect();

@@ -105,6 +105,8 @@ pub enum HostCommand {
         reference: String,
         #[command(flatten)]
         registry: RegistryArgs,
+        #[command(flatten)]
+        no_modules: NoModules,
     },
 }
 
@@ -119,7 +121,9 @@ impl HostCommand {
                 rbac_command(flavor, modules, &namespace, operator, &module_identity_prefix)
             }
             HostCommand::Precompile { output } => precompile_command(flavor, modules, &output),
-            HostCommand::Push { file, reference, registry } => push_command(&file, &reference, &registry),
+            HostCommand::Push { file, reference, registry, no_modules: _ } => {
+                push_command(&file, &reference, &registry)
+            }
             HostCommand::CompileModule { input, output, memory_limit, threads, tier, background } => {
                 crate::modules::compiler::quiet_panics();
                 if background {
@@ -144,6 +148,29 @@ pub struct ModuleArgs {
     /// Accept modules precompiled by `precompile` (native code: only ones you built).
     #[arg(long, global = true, env = "WASM_OPERATOR_ALLOW_PRECOMPILED")]
     pub allow_precompiled: bool,
+}
+
+/// `ModuleArgs` for a command that loads no module (`new`, `componentize`,
+/// `push`). The global flags would otherwise be listed in its help; an
+/// argument of the same id (and type: clap hands a global's value down to
+/// it) here keeps clap from adding them, and refuses them if given.
+#[derive(Args, Clone, Debug, Default)]
+pub struct NoModules {
+    #[arg(long = "module", hide = true, value_parser = refuse_module)]
+    modules: Vec<PathBuf>,
+    #[arg(long, hide = true, value_parser = refuse_allow_precompiled)]
+    allow_precompiled: bool,
+}
+
+const LOADS_NO_MODULE: &str = "this command loads no module";
+
+fn refuse_module(_: &str) -> Result<PathBuf, String> {
+    Err(LOADS_NO_MODULE.to_owned())
+}
+
+/// The flag's absence ("false", its default) passes.
+fn refuse_allow_precompiled(value: &str) -> Result<bool, String> {
+    if value == "false" { Ok(false) } else { Err(LOADS_NO_MODULE.to_owned()) }
 }
 
 #[derive(Args, Clone, Debug)]

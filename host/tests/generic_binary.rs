@@ -156,3 +156,55 @@ fn a_python_module_is_a_module_like_any_other() {
     assert_eq!(manifests[0]["name"], "echo-py");
     assert_eq!(manifests[0]["parent"]["kind"], "Echo");
 }
+
+/// The module flags are global (`wasm-operator --module M run` and
+/// `wasm-operator run --module M` both work), but the commands that load no
+/// module neither list them in their help nor take them.
+#[test]
+fn only_the_commands_that_load_modules_take_the_module_flags() {
+    for command in ["new", "componentize", "push"] {
+        let help = text(&wasm_operator(&[command, "--help"]).stdout);
+        assert!(help.contains("Usage: wasm-operator"), "{command} --help: {help}");
+        assert!(!help.contains("--module") && !help.contains("--allow-precompiled"), "{command} --help: {help}");
+    }
+    for command in ["run", "render", "test", "manifest"] {
+        let help = text(&wasm_operator(&[command, "--help"]).stdout);
+        assert!(help.contains("--module") && help.contains("--allow-precompiled"), "{command} --help: {help}");
+    }
+    let new = ["new", "--lang", "rust", "--group", "g.example.com", "--kind", "K", "--dir", "/nonexistent/k", "k"];
+    for flag in [&["--module", "m.wasm"][..], &["--allow-precompiled"]] {
+        let out = wasm_operator(&[&new[..], flag].concat());
+        assert!(!out.status.success(), "new took {flag:?}");
+        let stderr = text(&out.stderr);
+        assert!(stderr.contains(flag[0]) && stderr.contains("this command loads no module"), "{stderr}");
+    }
+    // Without them, `new` works, also with the module flags given to the
+    // binary (before the command, or in the environment), which it ignores.
+    let scratch = std::env::temp_dir().join(format!("generic-binary-new-{}", std::process::id()));
+    for (i, (before, environment)) in
+        [(&[][..], None), (&["--module", "m.wasm"][..], None), (&[][..], Some("m.wasm"))].into_iter().enumerate()
+    {
+        let dir = scratch.join(i.to_string());
+        let dir = dir.to_str().expect("utf-8 path");
+        let mut command = Command::new(env!("CARGO_BIN_EXE_wasm-operator"));
+        command.args(before).args(&new[..7]).args(["--dir", dir, "k"]);
+        if let Some(modules) = environment {
+            command.env("WASM_OPERATOR_MODULES", modules);
+        }
+        let out = command.output().expect("the binary runs");
+        assert!(out.status.success(), "new after {before:?}, WASM_OPERATOR_MODULES={environment:?}: {out:?}");
+        assert!(Path::new(dir).join("Makefile").is_file(), "new wrote the project");
+    }
+    std::fs::remove_dir_all(&scratch).ok();
+    // The other two get as far as their input.
+    for args in [
+        &["componentize", "/nonexistent/core.wasm", "/nonexistent/out.wasm"][..],
+        &["push", "/nonexistent/m.wasm", "localhost:1/m:v1"],
+    ] {
+        let stderr = text(&wasm_operator(args).stderr);
+        assert!(
+            stderr.contains("reading") && stderr.contains(args[1]) && !stderr.contains("panicked"),
+            "{args:?}: {stderr}"
+        );
+    }
+}

@@ -11,6 +11,7 @@ use clap::{Args, Subcommand};
 use super::componentize::{Allowed, componentize};
 use super::function_order::function_list;
 use super::scaffold::{Language, Scaffold};
+use crate::cli::NoModules;
 
 #[derive(Subcommand)]
 pub enum ProjectCommand {
@@ -54,6 +55,8 @@ pub struct NewArgs {
     /// Where to write it (default: ./NAME); must not exist or be empty.
     #[arg(long)]
     pub dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub no_modules: NoModules,
 }
 
 #[derive(Args)]
@@ -72,6 +75,8 @@ pub struct ComponentizeArgs {
     /// skipped.
     #[arg(long)]
     pub function_order: Option<PathBuf>,
+    #[command(flatten)]
+    pub no_modules: NoModules,
 }
 
 impl ProjectCommand {
