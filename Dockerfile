@@ -7,7 +7,10 @@
 # that runs as the nonroot user. Not built on the project's machines (no
 # container engine there); deploy/manager/deployment.yaml runs it.
 
-FROM docker.io/library/rust:1.95-bookworm AS build
+# The exact Rust this repository builds with (rust-version, and the machine
+# host/link/serving-functions.txt was written on): another release, a patch
+# one too, gives every function another symbol name.
+FROM docker.io/library/rust:1.95.0-bookworm AS build
 WORKDIR /src
 RUN rustup target add wasm32-unknown-unknown
 COPY . .

@@ -1109,6 +1109,20 @@ fn the_deployment_is_hardened_and_matches_the_flags_dockerfile_and_readme() {
         dockerfile.contains("scripts/code-order.py --check target/ship/memcached-operator"),
         "the image build checks the list"
     );
+    // With an exact Rust release of the workspace's rust-version (any other
+    // release, a patch one too, renames every symbol).
+    let cargo_toml = std::fs::read_to_string(root.join("Cargo.toml")).expect("Cargo.toml");
+    let rust_version = cargo_toml
+        .lines()
+        .find_map(|l| l.strip_prefix("rust-version = \""))
+        .and_then(|v| v.strip_suffix('"'))
+        .expect("the workspace's rust-version");
+    let builder = dockerfile.lines().find(|l| l.starts_with("FROM ") && l.contains("/rust:")).expect("a Rust stage");
+    let tag = builder.split_once("/rust:").and_then(|(_, t)| t.split_once('-')).map(|(v, _)| v).expect("a tag");
+    assert!(
+        tag.starts_with(&format!("{rust_version}.")) && tag.split('.').count() == 3,
+        "{builder}: an exact release of rust-version {rust_version}"
+    );
 
     // The kustomization lists every manifest under deploy/ but the samples.
     let listed: BTreeSet<String> = strings(&kustomization["resources"]).into_iter().collect();
