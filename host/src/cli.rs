@@ -121,9 +121,7 @@ impl HostCommand {
                 rbac_command(flavor, modules, &namespace, operator, &module_identity_prefix)
             }
             HostCommand::Precompile { output } => precompile_command(flavor, modules, &output),
-            HostCommand::Push { file, reference, registry, no_modules: _ } => {
-                push_command(&file, &reference, &registry)
-            }
+            HostCommand::Push { file, reference, registry, .. } => push_command(&file, &reference, &registry),
             HostCommand::CompileModule { input, output, memory_limit, threads, tier, background } => {
                 crate::modules::compiler::quiet_panics();
                 if background {

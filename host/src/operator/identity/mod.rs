@@ -72,11 +72,8 @@ impl ModuleIdentity {
             ModuleIdentity::ServiceAccounts { namespace: accounts, prefix } => {
                 let account = module_account(prefix, module)?;
                 let user = format!("system:serviceaccount:{accounts}:{account}");
-                let header = HeaderValue::from_str(&user).map_err(|_| IdentityError::NotAServiceAccountName {
-                    module: module.to_owned(),
-                    account: account.clone(),
-                    prefixed: !prefix.is_empty(),
-                })?;
+                let header = HeaderValue::from_str(&user)
+                    .map_err(|_| IdentityError::not_a_service_account_name(prefix, module, account.clone()))?;
                 Ok(ModuleClient {
                     client: impersonating(operator, header),
                     operator: operator.clone(),
@@ -107,7 +104,13 @@ pub fn module_account(prefix: &str, module: &str) -> Result<String, IdentityErro
     if is_service_account_name(&account) {
         Ok(account)
     } else {
-        Err(IdentityError::NotAServiceAccountName { module: module.to_owned(), account, prefixed: !prefix.is_empty() })
+        Err(IdentityError::not_a_service_account_name(prefix, module, account))
+    }
+}
+
+impl IdentityError {
+    fn not_a_service_account_name(prefix: &str, module: &str, account: String) -> Self {
+        IdentityError::NotAServiceAccountName { module: module.to_owned(), account, prefixed: !prefix.is_empty() }
     }
 }
 
