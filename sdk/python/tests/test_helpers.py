@@ -18,6 +18,7 @@ from wasm_operator_sdk import (
     replace_at,
     replaced_pointers,
     replacing,
+    required,
     set_condition,
 )
 
@@ -35,6 +36,28 @@ OURS = {
     "controller": True,
     "blockOwnerDeletion": True,
 }
+
+
+# --- required -----------------------------------------------------------------
+
+CREDENTIALS = {"spec": {"credentialsSecret": "db", "ports": [{"port": 80}], "empty": ""}}
+
+
+def test_required_is_the_value_at_the_path():
+    assert required(CREDENTIALS, "spec.credentialsSecret") == "db"
+    assert required(CREDENTIALS, "spec.empty") == ""
+    assert required(CREDENTIALS, "spec.ports") == [{"port": 80}]
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [{"spec": {}}, {}, {"spec": {"credentialsSecret": None}}, {"spec": "text"}],
+)
+def test_required_names_the_whole_path_as_the_rust_sdks_typed_parent_does(obj):
+    with pytest.raises(Invalid) as error:
+        required(obj, "spec.credentialsSecret")
+    assert error.value.errors == [("spec.credentialsSecret", "required")]
+    assert str(error.value) == "spec.credentialsSecret: required"
 
 
 # --- owner_reference ----------------------------------------------------------

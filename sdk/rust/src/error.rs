@@ -99,10 +99,23 @@ impl Problems {
 }
 
 /// A JSON text that does not parse as `what`, located at the failing field.
+/// A missing field is located at itself (`spec.credentialsSecret:
+/// required`, as the TypeScript and Python SDKs' `required` report it),
+/// not at the object that lacks it, where serde's path ends.
 pub(crate) fn parse_error(what: &str, error: serde_path_to_error::Error<serde_json::Error>) -> Error {
     let path = error.path().to_string();
     let path = if path == "." { String::new() } else { path };
-    Error::malformed(path, format!("{what}: {}", error.into_inner()))
+    let error = error.into_inner();
+    match missing_field(&error.to_string()) {
+        Some(field) if path.is_empty() => Error::malformed(field, "required"),
+        Some(field) => Error::malformed(format!("{path}.{field}"), "required"),
+        None => Error::malformed(path, format!("{what}: {error}")),
+    }
+}
+
+/// The field of serde's "missing field `name`".
+fn missing_field(message: &str) -> Option<&str> {
+    message.strip_prefix("missing field `")?.split_once('`').map(|(field, _)| field)
 }
 
 #[cfg(test)]
@@ -115,6 +128,48 @@ mod tests {
         assert_eq!(error.to_string(), "invalid: spec.replicas: must be at least 1; spec.image: must not be empty");
         assert_eq!(error.field_errors().len(), 2);
         assert_eq!(Error::unsupported("no").and("x", "y"), Error::Unsupported("no".into()));
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    #[allow(dead_code)]
+    struct Parent {
+        spec: Spec,
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    #[allow(dead_code)]
+    struct Spec {
+        credentials_secret: String,
+        #[serde(default)]
+        ports: Vec<Port>,
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Port {
+        port: u16,
+    }
+
+    fn parse(value: serde_json::Value) -> Error {
+        serde_path_to_error::deserialize::<_, Parent>(value)
+            .map(|_| ())
+            .map_err(|e| parse_error("parent", e))
+            .unwrap_err()
+    }
+
+    #[test]
+    fn a_missing_field_is_named_by_its_own_path() {
+        let missing = parse(serde_json::json!({"spec": {}}));
+        assert_eq!(missing.to_string(), "malformed: spec.credentialsSecret: required");
+        let in_a_list = parse(serde_json::json!({"spec": {"credentialsSecret": "s", "ports": [{"port": 1}, {}]}}));
+        assert_eq!(in_a_list.to_string(), "malformed: spec.ports[1].port: required");
+        assert_eq!(parse(serde_json::json!({})).to_string(), "malformed: spec: required");
+        // Any other mismatch stays where serde found it.
+        let wrong = parse(serde_json::json!({"spec": {"credentialsSecret": 7}}));
+        assert_eq!(wrong.field_errors()[0].path, "spec.credentialsSecret");
+        assert!(wrong.to_string().contains("parent: invalid type: integer `7`"), "{wrong}");
     }
 
     #[test]

@@ -49,6 +49,7 @@ export {
   replaceAt,
   replacedPointers,
   replacing,
+  required,
   setCondition,
   type Condition,
   type Json,

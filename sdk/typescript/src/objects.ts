@@ -55,6 +55,25 @@ export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
+/**
+ * The value at `path` (fields separated by dots, such as
+ * `spec.credentialsSecret`) of `object`. Missing or null, it or a field
+ * above it, is `invalid` at the whole path, "required": the error the Rust
+ * SDK's typed parent gives for a missing field.
+ *
+ * ```ts
+ * const secret = required<string>(parent, "spec.credentialsSecret");
+ * ```
+ */
+export function required<T = unknown>(object: unknown, path: string): T {
+  let value: unknown = object;
+  for (const field of path.split(".")) {
+    value = isObject(value) && Object.hasOwn(value, field) ? value[field] : undefined;
+    if (value === undefined || value === null) throw new InvalidError([{ path, message: "required" }]);
+  }
+  return value as T;
+}
+
 function metadataOf(obj: KubeObject | undefined): ObjectMeta {
   const metadata = obj?.metadata;
   return isObject(metadata) ? metadata : {};

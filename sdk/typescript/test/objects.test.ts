@@ -14,12 +14,40 @@ import {
   replaceAt,
   replacedPointers,
   replacing,
+  required,
   setCondition,
   type Condition,
   type KubeObject,
   type OwnerReference,
 } from "../src/index.js";
 import { clone, desiredDeployment, ours, parent, serverDeployment } from "./fixtures.js";
+
+describe("required", () => {
+  const credentials = { spec: { credentialsSecret: "db", ports: [{ port: 80 }], empty: "" } };
+
+  it("is the value at the path", () => {
+    assert.equal(required<string>(credentials, "spec.credentialsSecret"), "db");
+    assert.equal(required(credentials, "spec.empty"), "");
+    assert.deepEqual(required(credentials, "spec.ports"), [{ port: 80 }]);
+  });
+
+  it("names the whole path of a missing field, as the Rust SDK's typed parent does", () => {
+    for (const [object, path] of [
+      [{ spec: {} }, "spec.credentialsSecret"],
+      [{}, "spec.credentialsSecret"],
+      [{ spec: { credentialsSecret: null } }, "spec.credentialsSecret"],
+      [{ spec: "text" }, "spec.credentialsSecret"],
+      [{ spec: {} }, "spec.toString"],
+    ] as const) {
+      assert.throws(
+        () => required(object, path),
+        (e: unknown) =>
+          e instanceof InvalidError && e.message === `${path}: required` && e.errors.length === 1,
+        path,
+      );
+    }
+  });
+});
 
 describe("ownerReference", () => {
   it("is the controller reference to the parent", () => {

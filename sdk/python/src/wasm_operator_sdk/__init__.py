@@ -26,6 +26,7 @@ from .helpers import (
     replace_at,
     replaced_pointers,
     replacing,
+    required,
     set_condition,
 )
 from .jsontext import JsonObject
@@ -74,6 +75,7 @@ __all__ = [
     "replace_at",
     "replaced_pointers",
     "replacing",
+    "required",
     "run_desired",
     "run_references",
     "run_status",

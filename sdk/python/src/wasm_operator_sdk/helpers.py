@@ -24,6 +24,21 @@ def _metadata(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return metadata
 
 
+def required(obj: Any, path: str) -> Any:
+    """The value at `path` (fields separated by dots, such as
+    `spec.credentialsSecret`) of `obj`. Missing or None, it or a field
+    above it, is `Invalid` at the whole path, "required": the error the
+    Rust SDK's typed parent gives for a missing field.
+
+    `secret = required(parent, "spec.credentialsSecret")`"""
+    value = obj
+    for field in path.split("."):
+        value = value.get(field) if isinstance(value, Mapping) else None
+        if value is None:
+            raise Invalid(path, "required")
+    return value
+
+
 def owner_reference(parent: Mapping[str, Any]) -> JsonObject:
     """The controller owner reference to `parent`: `apiVersion`, `kind`,
     `name`, `uid`, `controller: true`, `blockOwnerDeletion: true`.
