@@ -54,6 +54,7 @@ TEST_MODULES := $(TEST_MODULE) $(TEST_MODULE_VARIANTS) $(PY_MODULE) $(TS_MODULE)
 .PHONY: test-controllers bench-controllers metacontroller
 .PHONY: helm
 .PHONY: go-operator oci-registry cosign toxiproxy soak soak-rotations
+.PHONY: docs docs-serve mdbook
 
 all: build
 
@@ -419,6 +420,20 @@ envtest:
 ## charts/memcached-operator uses it; tests/helm.rs tests the chart with it
 helm:
 	@bash scripts/helm.sh
+
+## docs: the book (docs/, mdBook) built into target/book/ (mdbook from scripts/mdbook.sh: pinned, installed once
+## into ~/.cache/memcached-operator/; MDBOOK=path uses one you have)
+docs:
+	@mdbook="$$(bash scripts/mdbook.sh | tail -n1)" && "$$mdbook" build docs
+
+## docs-serve: build the book and serve target/book/ on http://127.0.0.1:3000/ (PORT=n for another port);
+## make docs again after an edit and reload
+docs-serve: docs
+	python3 -m http.server --bind 127.0.0.1 --directory target/book $(or $(PORT),3000)
+
+## mdbook: install (or find) the pinned mdbook; prints its path
+mdbook:
+	@bash scripts/mdbook.sh
 
 clean:
 	$(CARGO) clean
