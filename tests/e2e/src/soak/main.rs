@@ -46,6 +46,7 @@ mod rotations;
 mod setup;
 mod toxiproxy;
 mod verify;
+mod waits;
 mod world;
 
 use std::collections::BTreeMap;

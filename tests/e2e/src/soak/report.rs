@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::replicas::{Incarnation, Replica};
-use crate::world::Converged;
+use crate::waits::{Life, Timeline};
+use crate::world::{Converged, Key};
 use crate::{Config, FaultRecord, Outcome, SoakError};
 
 /// What the replicas' logs say.
@@ -20,14 +21,21 @@ pub struct Logs {
     pub invalid: usize,
     /// Lines with a Rust panic.
     pub panics: Vec<String>,
+    /// Each replica process: when it filled its caches, took the Lease,
+    /// ended its start-up pass.
+    pub lives: Vec<Life>,
+    /// Each "reconcile failed" line: when, and of which CR.
+    pub failed: Vec<(Instant, Key)>,
 }
 
 impl Logs {
     pub fn read(replicas: &[Replica]) -> Result<Self, SoakError> {
         let mut logs = Logs::default();
+        let clock = Clock::now();
         for incarnation in replicas.iter().flat_map(|r| &r.incarnations) {
             let text = std::fs::read_to_string(&incarnation.log)
                 .map_err(|e| SoakError::io(format!("reading {}", incarnation.log.display()), e))?;
+            let mut life = Life { started: incarnation.started, caches_synced: None, led: None, pass_done: None };
             for line in text.lines() {
                 if line.contains("panicked at") {
                     logs.panics.push(format!("{}: {}", incarnation.identity, truncate(line, 300)));
@@ -37,18 +45,46 @@ impl Logs {
                 let field = |name: &str| {
                     event.get(name).or_else(|| event.pointer(&format!("/fields/{name}"))).and_then(Value::as_str)
                 };
+                let at = event.get("timestamp").and_then(Value::as_str).and_then(|t| clock.instant(t));
                 match field("message") {
                     Some("reconcile failed") => {
                         let error = field("error").unwrap_or_default();
                         let entry = logs.failures.entry(cause(error)).or_insert((0, truncate(error, 240)));
                         entry.0 += 1;
+                        if let (Some(at), Some(namespace), Some(name)) = (at, field("namespace"), field("name")) {
+                            logs.failed.push((at, (namespace.to_owned(), name.to_owned())));
+                        }
                     }
                     Some(message) if message.starts_with("the spec is invalid") => logs.invalid += 1,
+                    Some("caches synced") => life.caches_synced = life.caches_synced.or(at),
+                    Some("became the leader") => life.led = life.led.or(at),
+                    Some("start-up pass done") => life.pass_done = life.pass_done.or(at),
                     _ => {}
                 }
             }
+            logs.lives.push(life);
         }
         Ok(logs)
+    }
+}
+
+/// This machine's wall clock against its monotonic one, to place the
+/// logs' timestamps among the soak's instants.
+struct Clock {
+    instant: Instant,
+    wall: std::time::SystemTime,
+}
+
+impl Clock {
+    fn now() -> Self {
+        Clock { instant: Instant::now(), wall: std::time::SystemTime::now() }
+    }
+
+    /// A log line's RFC 3339 timestamp as an instant.
+    fn instant(&self, timestamp: &str) -> Option<Instant> {
+        let at = std::time::SystemTime::from(timestamp.parse::<k8s_openapi::jiff::Timestamp>().ok()?);
+        let before = self.wall.duration_since(at).ok()?;
+        self.instant.checked_sub(before)
     }
 }
 
@@ -483,6 +519,14 @@ pub fn render(config: &Config, outcome: &Outcome, replicas: &[Replica]) -> (Stri
         outcome.settled_in.map_or_else(|| "not within 300 s".to_owned(), |d| format!("in {:.1} s", d.as_secs_f64()))
     );
     let _ = writeln!(out);
+
+    let timeline = Timeline {
+        no_leader: gaps.iter().map(|g| (g.started, g.ended)).collect(),
+        lives: outcome.logs.lives.clone(),
+        faults: disruptions.iter().filter(|f| f.kind != "no leader").map(|f| (f.started, f.ended)).collect(),
+        failures: outcome.logs.failed.clone(),
+    };
+    crate::waits::render(&mut out, converged, &timeline);
 
     let _ = writeln!(out, "Convergence by change:");
     let _ = writeln!(out);

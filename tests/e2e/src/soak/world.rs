@@ -53,6 +53,8 @@ struct Pending {
 #[derive(Debug, Clone)]
 pub struct Converged {
     pub label: &'static str,
+    /// The CR it was about.
+    pub parent: Key,
     pub started: Instant,
     pub ended: Instant,
 }
@@ -128,9 +130,12 @@ impl World {
         let pending = std::mem::take(&mut self.pending);
         for change in pending {
             match self.check(&change) {
-                Some(true) => {
-                    self.converged.push(Converged { label: change.label, started: change.started, ended: now })
-                }
+                Some(true) => self.converged.push(Converged {
+                    label: change.label,
+                    parent: change.parent.clone(),
+                    started: change.started,
+                    ended: now,
+                }),
                 Some(false) => self.superseded += 1,
                 None => self.pending.push(change),
             }
