@@ -19,16 +19,24 @@ struct Args {
     options: Options,
 }
 
-fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
+/// What the command line asks for.
+enum Command {
+    Up(Args),
+    /// `-h` or `--help`, anywhere: the usage, on stdout, and success.
+    Help,
+}
+
+fn parse(mut args: impl Iterator<Item = String>) -> Result<Command, String> {
     match args.next().as_deref() {
         Some("up") => {}
-        Some("-h" | "--help") => return Err(USAGE.into()),
+        Some("-h" | "--help") => return Ok(Command::Help),
         Some(other) => return Err(format!("unknown command {other:?}\n{USAGE}")),
         None => return Err(USAGE.into()),
     }
     let mut parsed = Args { dir: None, options: Options::default() };
     while let Some(arg) = args.next() {
         match arg.as_str() {
+            "-h" | "--help" => return Ok(Command::Help),
             "--dir" => parsed.dir = Some(args.next().ok_or("--dir needs a folder")?.into()),
             "--pods" => parsed.options.pods = true,
             "--no-controller-manager" => parsed.options.controller_manager = false,
@@ -36,7 +44,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
         }
     }
-    Ok(parsed)
+    Ok(Command::Up(parsed))
 }
 
 fn main() -> ExitCode {
@@ -52,7 +60,11 @@ fn main() -> ExitCode {
         )
         .init();
     let args = match parse(std::env::args().skip(1)) {
-        Ok(args) => args,
+        Ok(Command::Up(args)) => args,
+        Ok(Command::Help) => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
         Err(message) => {
             eprintln!("{message}");
             return ExitCode::from(2);
