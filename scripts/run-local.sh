@@ -3,9 +3,10 @@
 #
 # Without a cluster in the environment (no KUBECONFIG, no ~/.kube/config):
 #   starts the local control plane in its pods mode (etcd, kube-apiserver,
-#   kube-controller-manager with the Deployment and ReplicaSet controllers,
-#   kube-scheduler, and kwok as the fake kubelet of three fake Nodes, all
-#   from `make envtest`) in $RUN_DIR, installs the Memcached CRD, a
+#   kube-controller-manager with every controller a cluster runs,
+#   kube-scheduler, kwok as the fake kubelet of three fake Nodes, all from
+#   `make envtest`, and a default StorageClass whose claims get hostPath
+#   volumes) in $RUN_DIR, installs the Memcached CRD, a
 #   ServiceMonitor CRD and the defaults policy (deploy/admission/), starts
 #   the operator against it, applies samples,
 #   waits until every CR is converged and Ready (its Pods scheduled, given

@@ -21,6 +21,7 @@ mod error;
 mod pki;
 mod pods;
 mod process;
+mod volumes;
 
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -41,6 +42,7 @@ pub use audit::{AuditEvent, AuditMark};
 pub use error::Error;
 pub use pods::{FAKE_NODES, POD_CONTROLLERS, pod_ready_with_ip};
 use process::Proc;
+pub use volumes::{PROVISIONER, STORAGE_CLASS};
 
 /// The binaries `scripts/envtest.sh` provides.
 const BINARIES: [&str; 6] = ["etcd", "kube-apiserver", "kube-controller-manager", "kubectl", "kube-scheduler", "kwok"];
@@ -155,6 +157,7 @@ pub struct ControlPlane {
     controller_manager: Mutex<Option<Proc>>,
     scheduler: Mutex<Option<Proc>>,
     kwok: Mutex<Option<Proc>>,
+    provisioner: Mutex<Option<volumes::Provisioner>>,
     startup: Duration,
 }
 
@@ -244,6 +247,7 @@ impl ControlPlane {
             controller_manager: Mutex::new(None),
             scheduler: Mutex::new(None),
             kwok: Mutex::new(None),
+            provisioner: Mutex::new(None),
             startup: Duration::ZERO,
         };
         let dir = plane.dir.clone();
@@ -394,6 +398,10 @@ impl ControlPlane {
                 // period (15 s by default): an autoscaled Deployment would
                 // sit below its minReplicas that long.
                 args.push("--horizontal-pod-autoscaler-sync-period=2s".into());
+                // The token controller fills in service-account-token
+                // Secrets, signed as the API server verifies them.
+                args.push(format!("--service-account-private-key-file={}", path("sa.key")));
+                args.push(format!("--root-ca-file={}", path("certs/apiserver.crt")));
             }
             let binary = assets.join("kube-controller-manager");
             let kcm =
@@ -735,6 +743,7 @@ impl ControlPlane {
     /// Stops everything and removes the temp dir (kept when
     /// CONTROL_PLANE_KEEP_DIR is set). Idempotent; Drop calls it.
     pub fn stop(&self) {
+        drop(lock(&self.provisioner).take());
         for (slot, grace) in [
             (&self.kwok, Duration::from_secs(10)),
             (&self.scheduler, Duration::from_secs(10)),

@@ -9,16 +9,27 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::{Container, Node, NodeAddress, NodeSpec, NodeStatus, Pod, PodSpec};
 use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
 
+use k8s_openapi::api::storage::v1::StorageClass;
+
 use crate::process::Proc;
+use crate::volumes::{self, Provisioner};
 use crate::{ControlPlane, Error, User, lock, write};
 
-/// The kube-controller-manager controllers the pods mode adds: Deployments
-/// make ReplicaSets make Pods; EndpointSlices list the Ready Pods behind a
-/// Service; the HPA controller holds an autoscaled Deployment at its
-/// minReplicas (no metrics server, so it never scales on load); the
-/// disruption controller fills in PodDisruptionBudget status.
-pub const POD_CONTROLLERS: [&str; 5] =
-    ["deployment", "replicaset", "endpointslice", "horizontalpodautoscaling", "disruption"];
+/// The kube-controller-manager controllers the pods mode adds: every one a
+/// cluster runs by default (`*`), as kubeadm starts them: Deployments,
+/// ReplicaSets, StatefulSets, DaemonSets, Jobs and CronJobs make Pods;
+/// EndpointSlices list the Ready Pods behind a Service; the volume binder
+/// binds claims to the volumes of [`crate::volumes`]; the HPA controller
+/// holds an autoscaled Deployment at its minReplicas (no metrics server, so
+/// it never scales on load); node-lifecycle watches kwok's Node leases.
+/// Those that need a cloud provider (service-lb, node-route,
+/// cloud-node-lifecycle) or signing keys it is not given (csrsigning) start
+/// as no-ops, as on a cluster without them.
+pub const POD_CONTROLLERS: [&str; 1] = ["*"];
+
+/// How long a fake Node's lease lasts; kwok renews it, so node-lifecycle
+/// sees a live kubelet (40 s, the kubelet's default).
+const NODE_LEASE_SECONDS: &str = "40";
 
 /// kwok manages the Nodes with this annotation, and only those.
 pub const FAKE_NODE_ANNOTATION: (&str, &str) = ("kwok.x-k8s.io/node", "fake");
@@ -99,6 +110,8 @@ impl ControlPlane {
             // is the Service range here.
             "--cidr",
             "10.244.0.0/24",
+            "--node-lease-duration-seconds",
+            NODE_LEASE_SECONDS,
         ]
         .map(String::from)
         .to_vec();
@@ -108,8 +121,13 @@ impl ControlPlane {
         crate::block_on(async {
             self.create_fake_nodes().await?;
             self.wait_nodes_ready().await?;
+            let classes: Api<StorageClass> = Api::all(self.client(User::Admin).await?);
+            classes.create(&PostParams::default(), &volumes::storage_class()).await?;
             self.probe_pod().await
-        })?
+        })??;
+        let provisioner = Provisioner::start(self.kubeconfig(User::Admin), self.dir.join("volumes"))?;
+        *lock(&self.provisioner) = Some(provisioner);
+        Ok(())
     }
 
     async fn create_fake_nodes(&self) -> Result<(), Error> {
