@@ -31,6 +31,16 @@ pub fn line(object: &Value) -> String {
             parts.push(format!("data keys {}", keys(&data)));
         }
         _ => {
+            // A pod template's labels and annotations lead: a rollout often
+            // changes only them (a restartedAt, a config checksum), and deep
+            // in the spec they would fall past the cut.
+            if let Some(Value::Object(metadata)) = object.pointer("/spec/template/metadata") {
+                for field in ["labels", "annotations"] {
+                    if let Some(value) = metadata.get(field).filter(|v| !v.is_null()) {
+                        parts.push(format!("template {field} {}", flow(value)));
+                    }
+                }
+            }
             for field in ["spec", "status"] {
                 if let Some(value) = object.get(field).filter(|v| !v.is_null()) {
                     parts.push(format!("{field} {}", flow(value)));
@@ -69,13 +79,22 @@ fn keys(map: &Map<String, Value>) -> String {
     format!("[{}]", map.keys().map(|key| scalar(key)).collect::<Vec<_>>().join(", "))
 }
 
+/// `text`, or its first characters, `…` and a fingerprint of the whole:
+/// `dev` prints a line when it changes, so a change past the cut must
+/// change the line too.
 fn shorten(text: &str) -> String {
     if text.chars().count() <= LONGEST {
         return text.to_owned();
     }
-    let mut short: String = text.chars().take(LONGEST - 1).collect();
-    short.push('…');
+    let fingerprint = format!("… #{:08x}", fingerprint(text));
+    let mut short: String = text.chars().take(LONGEST - fingerprint.chars().count()).collect();
+    short.push_str(&fingerprint);
     short
+}
+
+/// FNV-1a, 32 bits: stable across runs and builds, unlike std's hasher.
+fn fingerprint(text: &str) -> u32 {
+    text.bytes().fold(0x811c_9dc5, |hash, byte| (hash ^ u32::from(byte)).wrapping_mul(0x0100_0193))
 }
 
 /// `value` in YAML's flow style: `{message: hello, revision: "2"}`.
@@ -135,5 +154,45 @@ mod tests {
         assert_eq!(line(&service), "spec {ports: [{port: 11211}], selector: {app: x}} status {}");
         let long = json!({"kind": "ConfigMap", "data": {"text": "x".repeat(400)}});
         assert_eq!(line(&long).chars().count(), LONGEST);
+    }
+
+    /// A Deployment long enough to be cut short, its pod template's metadata
+    /// as given.
+    fn deployment(template_metadata: Value) -> Value {
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                "template": {"metadata": template_metadata, "spec": {"containers": [{
+                    "name": "web", "image": "registry.k8s.io/pause:3.10",
+                    "args": ["--listen=0.0.0.0:8080", "--threads=4", "--max-connections=1024"],
+                    "env": [{"name": "MODE", "value": "production"}, {"name": "REGION", "value": "eu-west-1"}],
+                    "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"memory": "128Mi"}}}]}}},
+            "status": {"replicas": 2, "readyReplicas": 2}})
+    }
+
+    #[test]
+    fn a_change_to_a_pod_templates_labels_or_annotations_changes_the_line() {
+        let before = deployment(json!({"labels": {"app": "web"}}));
+        let restarted = deployment(json!({"labels": {"app": "web"},
+            "annotations": {"kubectl.kubernetes.io/restartedAt": "2026-01-01T00:00:00Z"}}));
+        let relabelled = deployment(json!({"labels": {"app": "web", "tier": "front"}}));
+        let lines = [line(&before), line(&restarted), line(&relabelled)];
+        for one in &lines {
+            assert!(one.chars().count() <= LONGEST, "{one}");
+        }
+        assert!(lines[0].starts_with("template labels {app: web} spec {"), "{}", lines[0]);
+        assert!(lines[1].contains("template annotations {kubectl.kubernetes.io/restartedAt: "), "{}", lines[1]);
+        assert!(lines[2].starts_with("template labels {app: web, tier: front}"), "{}", lines[2]);
+        assert_ne!(lines[0], lines[1]);
+        assert_ne!(lines[0], lines[2]);
+        assert_eq!(line(&before), lines[0], "the same object, the same line");
+    }
+
+    #[test]
+    fn a_change_past_the_cut_changes_the_fingerprint() {
+        let cut = |tail: &str| line(&json!({"kind": "ConfigMap", "data": {"a": "x".repeat(300), "z": tail}}));
+        let (one, other) = (cut("one"), cut("two"));
+        assert_eq!(one.chars().count(), LONGEST);
+        assert!(one.contains("… #"), "{one}");
+        assert_ne!(one, other);
     }
 }
