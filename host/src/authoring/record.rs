@@ -9,7 +9,7 @@
 //! `kubectl port-forward` to the operator's metrics port): the API
 //! server's service proxy does not pass the user's token on.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
@@ -19,6 +19,12 @@ use crate::cli::{self, ModuleArgs};
 
 #[derive(Args)]
 pub struct RecordArgs {
+    /// The module: its name (its manifest name, as /metrics labels it), or
+    /// its file, whose manifest names it.
+    // Same id and type as the global --module (a file everywhere else): clap
+    // then lists this one in record's help and hands the value to both.
+    #[arg(long = "module", value_name = "NAME|FILE")]
+    pub modules: Vec<PathBuf>,
     /// One parent only: NAMESPACE/NAME.
     #[arg(long, value_name = "NS/NAME")]
     pub parent: Option<String>,
@@ -42,9 +48,14 @@ pub struct RecordArgs {
 }
 
 pub fn record_command(modules: &ModuleArgs, args: RecordArgs) -> Result<ExitCode> {
-    let module = match modules.modules.as_slice() {
-        [one] => one.to_string_lossy().into_owned(),
-        _ => bail!("give the module's name (its manifest name, as /metrics labels it) with one --module NAME"),
+    // Given after `record`, the value is this command's own; before it (or
+    // in the environment), the global's.
+    let given = if args.modules.is_empty() { &modules.modules } else { &args.modules };
+    let module = match given.as_slice() {
+        [one] => module_name(one, modules.allow_precompiled)?,
+        _ => bail!(
+            "give the module's name (its manifest name, as /metrics labels it) or its file with one --module NAME|FILE"
+        ),
     };
     let mut path = format!("/records?module={module}");
     if let Some(parent) = &args.parent {
@@ -68,6 +79,18 @@ pub fn record_command(modules: &ModuleArgs, args: RecordArgs) -> Result<ExitCode
         }
         None => cli::print_out(&text),
     }
+}
+
+/// `given` itself, or the manifest name of the module file it names: an
+/// author holds the file, and the name the operator records under is in it.
+fn module_name(given: &Path, allow_precompiled: bool) -> Result<String> {
+    if !given.is_file() {
+        return Ok(given.to_string_lossy().into_owned());
+    }
+    let engine = cli::engine()?;
+    let module = crate::modules::LogicModule::from_file(&engine, given, allow_precompiled)
+        .with_context(|| format!("--module {}: reading the module's name from the file", given.display()))?;
+    Ok(module.name().to_owned())
 }
 
 async fn fetch(args: &RecordArgs, path: &str) -> Result<String> {
