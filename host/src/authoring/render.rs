@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::documents::{self, DocumentError};
 use super::parents::{self, Filled};
 use crate::modules::LogicModule;
-use crate::operator::kinds::{KindError, Kinds};
+use crate::operator::kinds::{Kind, KindError, Kinds};
 use crate::planning::offline::{self, Given, Outcome, ReconcileError};
 
 #[derive(Debug, thiserror::Error)]
@@ -127,31 +127,51 @@ fn error_kind(error: &crate::modules::LogicError) -> String {
     }
 }
 
-/// Renders every parent of `parents`; the owned and related objects are
-/// shared by all (each parent gets those it controls, resp. references).
+/// Renders every parent among `objects` (a file's documents); the owned
+/// and related objects are shared by all (each parent gets those it
+/// controls, resp. references).
+/// Beside a parent, a document of a kind the module owns or reads is one
+/// more given object (a parent written with the Secret it names renders as
+/// in a cluster holding both); any other document is reported.
 pub fn render(
     module: &LogicModule,
-    parents: &[Value],
+    objects: &[Value],
     owned: &[Value],
     related: &[Value],
     now: &str,
 ) -> Result<Vec<Rendered>, InputError> {
     let kinds = Kinds::from_manifest(module.manifest())?;
     let parent_kind = &kinds.parent;
-    let rendered = parents
+    let is_parent = |object: &Value| is_of(std::slice::from_ref(parent_kind), object);
+    let mut owned = owned.to_vec();
+    let mut related = related.to_vec();
+    let mut used = vec![false; objects.len()];
+    if objects.iter().any(is_parent) {
+        for (object, used) in objects.iter().zip(&mut used) {
+            *used = !is_parent(object) && given(&kinds, object, &mut owned, &mut related);
+        }
+    }
+    let rendered = objects
         .iter()
+        .zip(used)
         .enumerate()
-        .map(|(index, given)| {
-            let (parent, filled) = parents::complete(given);
+        .filter(|(_, (_, used))| !used)
+        .map(|(index, (document, _))| {
+            let (parent, filled) = parents::complete(document);
             let what = format!("document {} ({})", index + 1, documents::describe(&parent));
-            let api_version = given.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
-            let kind = given.get("kind").and_then(Value::as_str).unwrap_or_default();
-            let outcome = if parent_kind.is_group_kind_of(api_version, kind) {
+            let outcome = if is_parent(document) {
                 tracing::debug!(parent = what, "rendering");
                 Ok(offline::reconcile(
                     module,
                     &kinds,
-                    &Given { parent: &parent, owned, related, now, problem: None, status_owned: None },
+                    &Given {
+                        parent: &parent,
+                        owned: &owned,
+                        related: &related,
+                        now,
+                        problem: None,
+                        status_owned: None,
+                    },
                 ))
             } else {
                 Err(format!(
@@ -164,6 +184,29 @@ pub fn render(
         })
         .collect();
     Ok(rendered)
+}
+
+/// Adds `object` to the given objects if the module owns or reads its
+/// kind: to the owned ones when it owns it (and, if it reads it too, the
+/// object has a controller); else to the related ones. Whether it did.
+fn given(kinds: &Kinds, object: &Value, owned: &mut Vec<Value>, related: &mut Vec<Value>) -> bool {
+    let (owns, reads) = (is_of(&kinds.owned, object), is_of(&kinds.reads, object));
+    let controlled = object
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .is_some_and(|references| references.iter().any(|r| r["controller"] == Value::Bool(true)));
+    if owns && (controlled || !reads) {
+        owned.push(object.clone());
+    } else if reads {
+        related.push(object.clone());
+    }
+    owns || reads
+}
+
+fn is_of(kinds: &[Kind], object: &Value) -> bool {
+    let api_version = object.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
+    let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default();
+    kinds.iter().any(|k| k.is_group_kind_of(api_version, kind))
 }
 
 #[cfg(test)]
