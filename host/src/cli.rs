@@ -616,7 +616,9 @@ pub fn run_engine(args: &RunArgs) -> Result<ModuleEngine> {
 fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    // Colour only on a terminal: not in a log file or a collector's pipe.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
     match format {
         LogFormat::Json => builder.json().flatten_event(true).with_current_span(false).init(),
         LogFormat::Text => builder.init(),
