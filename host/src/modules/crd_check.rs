@@ -4,6 +4,8 @@
 //! status subresource the host writes through) would fail only later, on
 //! the cluster, with a less clear message.
 
+mod schema;
+
 use serde_json::Value;
 
 use super::logic_module::KindInfo;
@@ -49,7 +51,7 @@ pub fn check(crd: &str, parent: &KindInfo) -> Result<(), String> {
             parent.version
         ));
     }
-    Ok(())
+    schema::check(&crd)
 }
 
 #[cfg(test)]
