@@ -471,7 +471,7 @@ async fn assert_rejected(cases: &[Case], prefix: &str) {
 /// (api/v1beta1/memcached_validation_webhook.go), which runs after its
 /// mutating webhook: each CR it rejects is rejected here, with no webhook.
 /// Where our field path differs from the Go operator's, the Go path is in the
-/// comment (the README's "Migrating from the Go operator" lists them).
+/// comment (docs/src/operator/migrating.md lists them).
 fn go_webhook_cases() -> Vec<Case> {
     let cpu_request = json!({ "requests": { "cpu": "100m" } });
     vec![

@@ -12,7 +12,7 @@
 //! After steps 2 and 3: no object was created or deleted (same UIDs), and
 //! the objects the operator wrote, with the fields it changed, are exactly
 //! the expected list (from the audit log and a before/after snapshot). The
-//! README's "Migrating from the Go operator" explains each difference.
+//! book's "Migrating from the Go operator" (docs/src/operator/migrating.md) explains each difference.
 
 mod operator_support;
 
@@ -33,7 +33,7 @@ const WAIT: Duration = Duration::from_secs(180);
 /// What ours changes in the Go operator's objects, as `Kind name: field`
 /// (an array is one field), besides owner references (see
 /// [`owner_reference_changes`]), and what the Go operator changes back
-/// when a user returns. Why, in README "Migrating from the Go operator".
+/// when a user returns. Why, in docs/src/operator/migrating.md.
 const BOTH_WAYS: &[&str] = &[
     "HorizontalPodAutoscaler autoscaling: spec.behavior",
     "HorizontalPodAutoscaler everything: spec.behavior",
