@@ -317,6 +317,8 @@ pub async fn run(
         take_over(prepared, &caches, options.swap_policy.cache_sync_timeout).await;
     }
     let instance = instance_name(&options);
+    // A leader that cannot renew its lease in time starts no reconcile.
+    let may_reconcile = election.as_ref().map(LeaderElection::may_reconcile);
     let controllers = prepared.into_iter().zip(leading).map(|(prepared, leading)| {
         let module = prepared.slot.current();
         let manifest = module.manifest();
@@ -366,6 +368,7 @@ pub async fn run(
             options.concurrency,
             prepared.parents,
             prepared.everything,
+            may_reconcile.clone(),
             stopped.clone(),
         );
         async move {
