@@ -5,7 +5,7 @@
 use memcached_operator::typed::Guard;
 use memcached_tests::{desired_of, instance, reconciler};
 use serde_json::{Value, json};
-use wasm_operator::modules::{CallError, FieldError, LogicError as Error};
+use wasm_operator::runtime::call_error::{CallError, FieldError, LogicError as Error};
 
 fn valid_cr() -> Value {
     json!({

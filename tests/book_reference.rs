@@ -31,7 +31,7 @@ pub fn check(page: &str, generated: &str) {
             "docs/src/{page} is not what the code says now (first difference at line {}):\n  page: {}\n  code: {}\nwrite it again with `{REGENERATE}`",
             first + 1,
             line(&current),
-            line(&generated),
+            line(generated),
         );
     }
 }

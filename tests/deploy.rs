@@ -24,12 +24,12 @@ use kube::{Client, ResourceExt};
 use memcached_logic::exports;
 use memcached_logic::kinds::KindInfo;
 use serde_json::{Value, json};
-use wasm_operator::modules::ModuleSlot;
-use wasm_operator::operator::http::SecureMetrics;
+use wasm_operator::operator::endpoints::http::SecureMetrics;
+use wasm_operator::operator::endpoints::metrics::Metrics;
 use wasm_operator::operator::identity::{ModuleIdentity, needed_permissions};
 use wasm_operator::operator::leader::LeaderElectionOptions;
-use wasm_operator::operator::metrics::Metrics;
 use wasm_operator::operator::{self, Options};
+use wasm_operator::runtime::slot::ModuleSlot;
 
 const OPERATOR_USER: &str = "memcached-operator";
 /// The operator's own ClusterRole and ClusterRoleBinding; deploy/ also has
@@ -571,6 +571,7 @@ async fn rbac_grants_exactly_what_the_operator_uses() {
             "deploy-test".into(),
         )),
         concurrency: 2,
+        module_call_concurrency: 2,
         resync_period: Duration::from_secs(3600),
         swap_policy: Default::default(),
         logic_modules: None,
@@ -583,7 +584,7 @@ async fn rbac_grants_exactly_what_the_operator_uses() {
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let module = ModuleSlot::new(operator_support::memcached_module());
     let running =
-        tokio::spawn(operator::run(client, vec![module], Arc::new(Metrics::default()), options, async move {
+        tokio::spawn(operator::run::run(client, vec![module], Arc::new(Metrics::default()), options, async move {
             let _ = stopped.await;
         }));
 

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use memcached_logic::exports;
 use memcached_tests::{instance, reconciler, tests_dir};
-use wasm_operator::modules::{CallError, CallResult, FieldError, LogicError};
+use wasm_operator::runtime::call_error::{CallError, CallResult, FieldError, LogicError};
 
 const NOW: &str = "2026-01-01T00:00:00Z";
 

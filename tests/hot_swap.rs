@@ -26,11 +26,12 @@ use logic_module_support::{LOGIC_MODULE_CRD, built, has, logic_module_events, wa
 use oci_registry::OciRegistry;
 use operator_support::*;
 use serde_json::{Value, json};
-use wasm_operator::modules::oci::{Registry, RegistryOptions};
-use wasm_operator::modules::{ModuleSlot, digest};
-use wasm_operator::operator::hot_swap::SwapPolicy;
 use wasm_operator::operator::leader::LeaderElectionOptions;
-use wasm_operator::operator::logic_modules::LogicModuleOptions;
+use wasm_operator::operator::swapping::logic_modules::LogicModuleOptions;
+use wasm_operator::operator::swapping::swap_state::SwapPolicy;
+use wasm_operator::runtime::logic_module::digest;
+use wasm_operator::runtime::oci::{Registry, RegistryOptions};
+use wasm_operator::runtime::slot::ModuleSlot;
 
 const PARENTS: usize = 100;
 
@@ -112,8 +113,8 @@ async fn a_replaced_module_file_is_verified_swapped_rolled_out_and_rolled_back()
 
     let ns = TestNamespace::new("hot-swap").await;
     let plane = ns.plane;
-    let module =
-        wasm_operator::modules::LogicModule::from_file(memcached_tests::engine(), &live, false).expect("v1 loads");
+    let module = wasm_operator::runtime::logic_module::LogicModule::from_file(memcached_tests::engine(), &live, false)
+        .expect("v1 loads");
     plane.apply_yaml(&module.manifest().crd).await.expect("installing the Greeting CRD");
     let greetings = ns.api(&gvk("example.c5c3.io", "v1", "Greeting", "greetings"));
     create_greetings(&greetings, PARENTS).await;
@@ -231,8 +232,10 @@ async fn an_operator_restarted_mid_swap_comes_up_on_the_declared_module() {
     std::fs::write(&live, built("greeting.wasm")).expect("installing v1");
     let ns = TestNamespace::new("hot-swap-restart").await;
     let plane = ns.plane;
-    let load =
-        || wasm_operator::modules::LogicModule::from_file(memcached_tests::engine(), &live, false).expect("loads");
+    let load = || {
+        wasm_operator::runtime::logic_module::LogicModule::from_file(memcached_tests::engine(), &live, false)
+            .expect("loads")
+    };
     let module = load();
     plane.apply_yaml(&module.manifest().crd).await.expect("installing the Greeting CRD");
     create_greetings(&ns.api(&gvk("example.c5c3.io", "v1", "Greeting", "greetings")), COUNT).await;
@@ -275,8 +278,10 @@ async fn a_standby_taking_over_serves_the_version_the_file_holds() {
     std::fs::write(&live, built("greeting.wasm")).expect("installing v1");
     let ns = TestNamespace::new("hot-swap-takeover").await;
     let plane = ns.plane;
-    let load =
-        || wasm_operator::modules::LogicModule::from_file(memcached_tests::engine(), &live, false).expect("loads");
+    let load = || {
+        wasm_operator::runtime::logic_module::LogicModule::from_file(memcached_tests::engine(), &live, false)
+            .expect("loads")
+    };
     plane.apply_yaml(&load().manifest().crd).await.expect("installing the Greeting CRD");
     create_greetings(&ns.api(&gvk("example.c5c3.io", "v1", "Greeting", "greetings")), COUNT).await;
     let replica_options = |identity: &str| {
@@ -375,7 +380,8 @@ async fn a_logic_module_from_a_registry_is_verified_swapped_rolled_back_and_kept
     let module_file = temp_dir("logic-module").join("greeting.wasm");
     std::fs::write(&module_file, &v1).expect("installing v1");
     let load = || {
-        wasm_operator::modules::LogicModule::from_file(memcached_tests::engine(), &module_file, false).expect("loads")
+        wasm_operator::runtime::logic_module::LogicModule::from_file(memcached_tests::engine(), &module_file, false)
+            .expect("loads")
     };
     plane.apply_yaml(&load().manifest().crd).await.expect("installing the Greeting CRD");
     let greetings = ns.api(&gvk("example.c5c3.io", "v1", "Greeting", "greetings"));

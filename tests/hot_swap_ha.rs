@@ -26,12 +26,13 @@ use logic_module_support::{GREETING_LOGIC_MODULE, LOGIC_MODULE_CRD, built, has, 
 use oci_registry::OciRegistry;
 use operator_support::*;
 use serde_json::{Value, json};
-use wasm_operator::modules::oci::{Registry, RegistryOptions};
-use wasm_operator::modules::{LogicModule, ModuleSlot, ModuleSource, digest};
 use wasm_operator::operator::Options;
-use wasm_operator::operator::hot_swap::SwapPolicy;
 use wasm_operator::operator::leader::LeaderElectionOptions;
-use wasm_operator::operator::logic_modules::LogicModuleOptions;
+use wasm_operator::operator::swapping::logic_modules::LogicModuleOptions;
+use wasm_operator::operator::swapping::swap_state::SwapPolicy;
+use wasm_operator::runtime::logic_module::{LogicModule, ModuleSource, digest};
+use wasm_operator::runtime::oci::{Registry, RegistryOptions};
+use wasm_operator::runtime::slot::ModuleSlot;
 
 const PARENTS: usize = 10;
 

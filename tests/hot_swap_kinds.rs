@@ -33,10 +33,11 @@ use logic_module_support::{LOGIC_MODULE_CRD, built, has, wait_logic_module};
 use oci_registry::OciRegistry;
 use operator_support::*;
 use serde_json::{Value, json};
-use wasm_operator::modules::oci::{Registry, RegistryOptions};
-use wasm_operator::modules::{LogicModule, ModuleSlot, digest};
-use wasm_operator::operator::hot_swap::SwapPolicy;
-use wasm_operator::operator::logic_modules::LogicModuleOptions;
+use wasm_operator::operator::swapping::logic_modules::LogicModuleOptions;
+use wasm_operator::operator::swapping::swap_state::SwapPolicy;
+use wasm_operator::runtime::logic_module::{LogicModule, digest};
+use wasm_operator::runtime::oci::{Registry, RegistryOptions};
+use wasm_operator::runtime::slot::ModuleSlot;
 
 const PARENTS: usize = 10;
 
@@ -230,7 +231,7 @@ async fn a_version_whose_new_kind_cannot_be_listed_is_refused_until_the_role_all
     plane.apply_yaml(LOGIC_MODULE_CRD).await.expect("installing the LogicModule CRD");
     let module = LogicModule::from_bytes(
         memcached_tests::engine(),
-        wasm_operator::modules::ModuleSource::Registry(v1_pinned.clone()),
+        wasm_operator::runtime::logic_module::ModuleSource::Registry(v1_pinned.clone()),
         &v1,
         false,
     )

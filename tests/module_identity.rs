@@ -29,11 +29,13 @@ use logic_module_support::{LOGIC_MODULE_CRD, built, has, wait_logic_module};
 use oci_registry::OciRegistry;
 use operator_support::*;
 use serde_json::json;
-use wasm_operator::modules::oci::{Registry, RegistryOptions};
-use wasm_operator::modules::{LogicModule, ModuleSlot};
+use wasm_operator::operator::Options;
+use wasm_operator::operator::errors::OperatorError;
 use wasm_operator::operator::identity::{ModuleIdentity, needed_permissions};
-use wasm_operator::operator::logic_modules::LogicModuleOptions;
-use wasm_operator::operator::{OperatorError, Options};
+use wasm_operator::operator::swapping::logic_modules::LogicModuleOptions;
+use wasm_operator::runtime::logic_module::LogicModule;
+use wasm_operator::runtime::oci::{Registry, RegistryOptions};
+use wasm_operator::runtime::slot::ModuleSlot;
 
 /// A namespace of the test's own for the modules' ServiceAccounts: the
 /// blanket grant the other tests give `system:serviceaccounts:default`

@@ -27,10 +27,11 @@ use logic_module_support::{LOGIC_MODULE_CRD, has, wait_logic_module};
 use oci_registry::OciRegistry;
 use operator_support::*;
 use serde_json::{Value, json};
-use wasm_operator::modules::oci::{Registry, RegistryOptions};
-use wasm_operator::modules::{LogicModule, ModuleSlot, digest};
-use wasm_operator::operator::hot_swap::SwapPolicy;
-use wasm_operator::operator::logic_modules::LogicModuleOptions;
+use wasm_operator::operator::swapping::logic_modules::LogicModuleOptions;
+use wasm_operator::operator::swapping::swap_state::SwapPolicy;
+use wasm_operator::runtime::logic_module::{LogicModule, digest};
+use wasm_operator::runtime::oci::{Registry, RegistryOptions};
+use wasm_operator::runtime::slot::ModuleSlot;
 
 const PARENTS: usize = 10;
 const PASSWORD: &str = "module-signature-test";

@@ -21,7 +21,8 @@ use kube::ResourceExt;
 use kube::api::{Api, ApiResource, DynamicObject, PostParams};
 use operator_support::*;
 use serde_json::{Value, json};
-use wasm_operator::modules::LogicModule;
+use wasm_operator::operator::Options;
+use wasm_operator::runtime::logic_module::LogicModule;
 
 fn greetings_resource() -> ApiResource {
     gvk("example.c5c3.io", "v1", "Greeting", "greetings")
@@ -252,6 +253,45 @@ async fn a_module_that_traps_loops_or_exhausts_memory_fails_only_its_own_parents
     greetings.wait_configmap("hello", |d| d["message"] == "recovered").await;
     let status = greetings.wait_phase("hello", "Published in ConfigMap hello").await;
     assert!(stalled(&status).is_none(), "{status}");
+    operator.stop().await.expect("a clean stop");
+}
+
+/// Module calls run off the async workers: a module whose calls run to
+/// their 5-second deadline, two at a time, on a runtime of two workers,
+/// holds up neither the watches nor another module's reconciles.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_module_running_to_its_deadline_does_not_hold_up_another_modules_reconciles() {
+    let ns = TestNamespace::new("slow-module").await;
+    let plane = ns.plane;
+    let greeting = module_file("greeting.wasm");
+    install_crd(plane, &greeting).await;
+    let greetings = Greetings { ns: &ns };
+    ns.create_memcached("cache", json!({"replicas": 1})).await;
+    let options = Options { concurrency: 2, module_call_concurrency: 2, ..options(&ns.namespace) };
+    let operator = Running::start_modules(plane, vec![memcached_module(), greeting], options).await;
+    converged(&ns, "cache").await;
+    for name in ["slow-1", "slow-2", "slow-3", "slow-4", "slow-5", "slow-6"] {
+        greetings.create(name, json!({"message": "loop"})).await;
+    }
+    // Two of its calls are running to their deadline now, and more wait.
+    eventually("the Greeting module's calls to be running", || async {
+        (operator.metric("wasm_operator_module_calls_in_flight", "module=\"greeting\"") >= 2).then_some(())
+    })
+    .await;
+    let started = std::time::Instant::now();
+    ns.set_spec("cache", json!({"replicas": 2})).await;
+    let memcached = converged(&ns, "cache").await;
+    let took = started.elapsed();
+    assert_eq!(memcached["Deployment"].data["spec"]["replicas"], 2);
+    assert!(
+        took < std::time::Duration::from_secs(3),
+        "the Memcached module waited {took:?} behind the Greeting module's calls (each runs 5 s)"
+    );
+    assert!(
+        operator.metric("wasm_operator_module_calls_in_flight", "module=\"greeting\"") <= 2,
+        "at most --module-call-concurrency calls of one module at once"
+    );
+    greetings.wait_event("ModuleDeadlineExceeded", "deadline").await;
     operator.stop().await.expect("a clean stop");
 }
 

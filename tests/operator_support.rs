@@ -19,12 +19,14 @@ use memcached_tests::engine;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
-use wasm_operator::modules::{LogicModule, ModuleSlot};
-use wasm_operator::operator::compare::same_ignoring_nulls;
+use wasm_operator::operator::endpoints::metrics::Metrics;
+use wasm_operator::operator::errors::OperatorError;
 use wasm_operator::operator::identity::ModuleIdentity;
-use wasm_operator::operator::kinds::Kind;
-use wasm_operator::operator::metrics::Metrics;
-use wasm_operator::operator::{self, OperatorError, Options};
+use wasm_operator::operator::{self, Options};
+use wasm_operator::planning::kinds::Kind;
+use wasm_operator::planning::object_diff::same_ignoring_nulls;
+use wasm_operator::runtime::logic_module::LogicModule;
+use wasm_operator::runtime::slot::ModuleSlot;
 
 pub const OPERATOR_USER: &str = "memcached-operator";
 pub const WAIT: Duration = Duration::from_secs(30);
@@ -94,6 +96,7 @@ pub fn options(namespace: &str) -> Options {
         health_address: "127.0.0.1:0".parse().expect("an address"),
         leader_election: None,
         concurrency: 2,
+        module_call_concurrency: 2,
         resync_period: Duration::from_secs(3600),
         swap_policy: Default::default(),
         logic_modules: None,
@@ -134,7 +137,7 @@ impl Running {
         let shutdown = async move {
             let _ = stopped.await;
         };
-        let task = tokio::spawn(operator::run(client, slots, metrics.clone(), options, shutdown));
+        let task = tokio::spawn(operator::run::run(client, slots, metrics.clone(), options, shutdown));
         Self { metrics, stop: Some(stop), task: Some(task) }
     }
 

@@ -41,8 +41,8 @@ use logic_module_support::{LOGIC_MODULE_CRD, has, wait_logic_module};
 use oci_registry::OciRegistry;
 use operator_support::*;
 use serde_json::{Value, json};
-use wasm_operator::modules::oci::{Registry, RegistryOptions};
-use wasm_operator::operator::logic_modules::LogicModuleOptions;
+use wasm_operator::operator::swapping::logic_modules::LogicModuleOptions;
+use wasm_operator::runtime::oci::{Registry, RegistryOptions};
 
 const READER: &str = "plan-reader";
 const SECRET_TEXT: &str = "very-secret-signing-key";

@@ -30,10 +30,11 @@ use logic_module_support::{
 use oci_registry::OciRegistry;
 use operator_support::*;
 use serde_json::{Value, json};
-use wasm_operator::modules::oci::{Registry, RegistryOptions};
-use wasm_operator::modules::{LogicModule, ModuleSlot, digest};
-use wasm_operator::operator::hot_swap::SwapPolicy;
-use wasm_operator::operator::logic_modules::LogicModuleOptions;
+use wasm_operator::operator::swapping::logic_modules::LogicModuleOptions;
+use wasm_operator::operator::swapping::swap_state::SwapPolicy;
+use wasm_operator::runtime::logic_module::{LogicModule, digest};
+use wasm_operator::runtime::oci::{Registry, RegistryOptions};
+use wasm_operator::runtime::slot::ModuleSlot;
 
 /// The parents: g-0 .. g-5; the first three with an audience (a second
 /// ConfigMap each), the last two labelled for the canary.

@@ -22,7 +22,7 @@ use kube::api::{Api, DynamicObject, PostParams};
 use operator_support::*;
 use scaffold_support::{Parent, runs_in_the_host, scaffold_and_make};
 use serde_json::{Value, json};
-use wasm_operator::modules::LogicModule;
+use wasm_operator::runtime::logic_module::LogicModule;
 
 const PARENT: Parent = Parent { group: "python.scaffold.example.com", kind: "Memo", plural: "memos" };
 

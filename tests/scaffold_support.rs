@@ -14,7 +14,7 @@ use control_plane::ControlPlane;
 use kube::ResourceExt;
 use kube::api::{DynamicObject, PostParams};
 use serde_json::{Value, json};
-use wasm_operator::modules::LogicModule;
+use wasm_operator::runtime::logic_module::LogicModule;
 
 use crate::operator_support::*;
 use memcached_tests::engine;

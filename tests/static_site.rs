@@ -19,8 +19,9 @@ use control_plane::{ControlPlane, Options};
 use kube::ResourceExt;
 use kube::api::{DynamicObject, PostParams};
 use serde_json::{Value, json};
-use wasm_operator::modules::compiler::{CompileOptions, DEFAULT_MEMORY_LIMIT};
-use wasm_operator::modules::{LogicModule, ModuleEngine, ModuleSource};
+use wasm_operator::runtime::compiler::{CompileOptions, DEFAULT_MEMORY_LIMIT};
+use wasm_operator::runtime::engine::ModuleEngine;
+use wasm_operator::runtime::logic_module::{LogicModule, ModuleSource};
 
 use memcached_tests::{engine, yaml_file};
 use operator_support::*;

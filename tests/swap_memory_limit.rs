@@ -37,8 +37,8 @@ use logic_module_support::{LOGIC_MODULE_CRD, built, has, wait_logic_module_named
 use oci_registry::OciRegistry;
 use operator_support::*;
 use serde_json::{Value, json};
-use wasm_operator::modules::digest;
-use wasm_operator::modules::oci::{Registry, RegistryOptions};
+use wasm_operator::runtime::logic_module::digest;
+use wasm_operator::runtime::oci::{Registry, RegistryOptions};
 
 /// The LogicModule of the Memcached module is cluster-scoped and named
 /// after it: this binary's tests take turns.
@@ -455,7 +455,7 @@ async fn a_swap_to_a_version_nothing_compiled_goes_live_within_the_shipped_limit
         .collect();
     // v1 as shipped (precompiled), copied there to be mapped, and v2.
     assert_eq!(compiled.len(), 2, "v1's copy and v2 compiled, nothing else left behind");
-    let kept = u64::try_from(wasm_operator::modules::compiler::KEEP_COMPILED).expect("a count");
+    let kept = u64::try_from(wasm_operator::runtime::compiler::KEEP_COMPILED).expect("a count");
     let worst = (kept + 1) * compiled[0] + u64::try_from(v2.len()).expect("a size");
     eprintln!(
         "compiled Memcached: {} KiB; the emptyDir needs {} KiB of {} KiB",

@@ -1,5 +1,5 @@
-//! The host's checks on a module's answer (host/src/modules/answer.rs and
-//! host/src/operator/reconciling/desired.rs) on any answer: never a panic,
+//! The host's checks on a module's answer (host/src/runtime/answer.rs and
+//! host/src/planning/answer_check.rs) on any answer: never a panic,
 //! every refusal typed and pointing at an object of the answer, and every
 //! object let through really in the parent's namespace, of an owned kind,
 //! controlled by the parent and named once.
@@ -14,9 +14,9 @@ use std::collections::HashSet;
 
 use kube::api::DynamicObject;
 use serde_json::Value;
-use wasm_operator::modules::{MAX_DEPTH, Refusal, check_bounds, check_status, parse};
-use wasm_operator::operator::desired::{Owner, check};
-use wasm_operator::operator::kinds::Kind;
+use wasm_operator::runtime::answer::{check_bounds, check_status, parse, MAX_DEPTH, Refusal};
+use wasm_operator::planning::answer_check::{check, Owner};
+use wasm_operator::planning::kinds::Kind;
 
 const OWNER: Owner<'static> = Owner { namespace: "team", uid: "u-1" };
 

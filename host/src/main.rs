@@ -6,7 +6,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use wasm_operator::authoring::{AuthoringCommand, ProjectCommand};
-use wasm_operator::cli::{self, Flavor, HostCommand, ModuleArgs};
+use wasm_operator::cli;
+use wasm_operator::cli::args::{Flavor, ModuleArgs};
+use wasm_operator::host_command::HostCommand;
 
 const FLAVOR: Flavor = Flavor { binary: "wasm-operator", builtin: None };
 
@@ -37,7 +39,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    cli::exit(match cli.command {
+    cli::output::exit(match cli.command {
         Command::Host(command) => command.execute(&FLAVOR, &cli.modules),
         Command::Authoring(command) => command.execute(&cli.modules),
         Command::Project(command) => command.execute(),

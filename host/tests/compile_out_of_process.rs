@@ -1,5 +1,5 @@
 //! A long-running operator compiles in a child process of its binary
-//! (`host/src/modules/compiler.rs`): the code lands in an on-disk cache by
+//! (`host/src/runtime/compiler.rs`): the code lands in an on-disk cache by
 //! digest that later loads reuse, a damaged file is compiled again, only the
 //! last versions are kept, and a compile that fails, runs out of time or
 //! cannot start is an error naming why, with a stable reason.
@@ -7,9 +7,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use wasm_operator::modules::compiler::{CompileOptions, Tier};
-use wasm_operator::modules::{LogicModule, ModuleEngine, ModuleSource};
-use wasm_operator::resident_pages;
+use wasm_operator::memory::resident_pages;
+use wasm_operator::runtime::compiler::{CompileOptions, Tier};
+use wasm_operator::runtime::engine::ModuleEngine;
+use wasm_operator::runtime::logic_module::{LogicModule, ModuleSource};
 
 fn greeting() -> Vec<u8> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/greeting.wasm");
@@ -51,7 +52,7 @@ fn compiled_files(options: &CompileOptions) -> Vec<PathBuf> {
     files
 }
 
-fn load(engine: &ModuleEngine, bytes: &[u8]) -> Result<LogicModule, wasm_operator::modules::LoadError> {
+fn load(engine: &ModuleEngine, bytes: &[u8]) -> Result<LogicModule, wasm_operator::runtime::logic_module::LoadError> {
     LogicModule::from_bytes(engine, ModuleSource::BuiltIn("greeting"), bytes, false)
 }
 
@@ -95,7 +96,7 @@ fn only_the_last_versions_are_kept() {
     }
     let files = compiled_files(&options);
     assert_eq!(files.len(), 2, "{files:?}");
-    let newest = wasm_operator::modules::digest(&greeting_marked("three")).replace(':', "-");
+    let newest = wasm_operator::runtime::logic_module::digest(&greeting_marked("three")).replace(':', "-");
     assert!(files.iter().any(|f| f.to_string_lossy().contains(&newest)), "the newest stays: {files:?}");
     let _ = std::fs::remove_dir_all(&options.cache_dir);
 }

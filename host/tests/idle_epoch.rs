@@ -6,7 +6,9 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use wasm_operator::modules::{CallError, DEADLINE, LogicModule, ModuleEngine};
+use wasm_operator::runtime::call_error::CallError;
+use wasm_operator::runtime::engine::{DEADLINE, ModuleEngine};
+use wasm_operator::runtime::logic_module::LogicModule;
 
 /// The ticker thread's voluntary context switches: one per tick it sleeps.
 fn ticker_switches() -> u64 {

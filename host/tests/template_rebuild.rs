@@ -110,7 +110,7 @@ fn builds(project: &Project) -> bool {
 /// builds again and the one after does nothing.
 fn a_source_saved_during_the_build_is_built_again(language: &str) {
     let project = project(language);
-    let mut build = make(&project).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("make");
+    let build = make(&project).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("make");
     let marker = project.dir.join("building");
     let deadline = Instant::now() + Duration::from_secs(60);
     while !marker.exists() {

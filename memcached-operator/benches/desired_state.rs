@@ -19,7 +19,8 @@ use std::time::{Duration, Instant};
 
 use memcached_logic::exports;
 use memcached_operator::typed::MemcachedModule;
-use wasm_operator::modules::{LogicModule, ModuleEngine};
+use wasm_operator::runtime::engine::ModuleEngine;
+use wasm_operator::runtime::logic_module::LogicModule;
 
 const ROUNDS: usize = 21;
 const ROUND_TIME: Duration = Duration::from_millis(150);
@@ -202,8 +203,8 @@ fn interleaved_medians(cases: &mut [(&str, Case<'_>)]) -> Vec<f64> {
 /// end states, as `plan` does. The candidate here is the same module: the
 /// same work, no difference to list.
 fn shadow_cost(module: &LogicModule, cr: &str, secrets: &[String]) {
-    use wasm_operator::operator::kinds::Kinds;
     use wasm_operator::planning::compare::{Side, compare};
+    use wasm_operator::planning::kinds::Kinds;
     use wasm_operator::planning::offline::{self, Given};
 
     let now = "2026-01-01T00:00:00Z";
@@ -254,15 +255,17 @@ fn shadow_cost(module: &LogicModule, cr: &str, secrets: &[String]) {
 /// `desired` and `status`, fresh instances), measured in the same rounds;
 /// then the heap a store filled to its budget holds.
 fn recorder_cost(module: &LogicModule, cr: &str, secrets: &[String]) {
-    use wasm_operator::operator::metrics::Metrics;
-    use wasm_operator::operator::recording::{Reconciled, Recorder, StatusAnswer};
+    use wasm_operator::operator::endpoints::metrics::Metrics;
+    use wasm_operator::operator::recording::recorder::{Reconciled, Recorder};
+    use wasm_operator::planning::step::StatusAnswer;
 
     const BUDGET: usize = 4 << 20;
     let none: Vec<String> = Vec::new();
     let now = "2026-01-01T00:00:00Z";
     let desired = module.reconciler().expect("instantiates").desired(cr, &none, secrets).expect("desired");
     let status = module.reconciler().expect("instantiates").status(cr, &desired, secrets, now, None).expect("status");
-    let answer = StatusAnswer { now: now.to_owned(), text: status };
+    let value = serde_json::from_str(&status).expect("a JSON status");
+    let answer = StatusAnswer { now: now.to_owned(), text: status, value };
     let metrics = Metrics::default();
     let names: Vec<String> = (0..100_000).map(|i| format!("cache-{i}")).collect();
     // One reconcile of parent `names[index]`, as the hook in reconcile.rs hands it over.

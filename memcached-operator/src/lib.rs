@@ -5,7 +5,7 @@
 pub mod render;
 pub mod typed;
 
-use wasm_operator::cli::{BuiltIn, Flavor};
+use wasm_operator::cli::args::{BuiltIn, Flavor};
 
 /// The component `make build` produced, baked into the binary.
 pub static BUILTIN_COMPONENT: &[u8] = include_bytes!(env!("MEMCACHED_WASM_PATH"));

@@ -10,7 +10,9 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use memcached_operator::typed::MemcachedModule;
 use memcached_operator::{FLAVOR, render};
-use wasm_operator::cli::{self, HostCommand, ModuleArgs};
+use wasm_operator::cli;
+use wasm_operator::cli::args::ModuleArgs;
+use wasm_operator::host_command::HostCommand;
 
 #[derive(Parser)]
 #[command(
@@ -49,15 +51,15 @@ enum Format {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    cli::exit(match cli.command {
+    cli::output::exit(match cli.command {
         Command::Render { file, output } => render_command(&cli.modules, &file, output),
         Command::Host(command) => command.execute(&FLAVOR, &cli.modules),
     })
 }
 
 fn render_command(modules: &ModuleArgs, file: &Path, output: Format) -> Result<ExitCode> {
-    let engine = cli::engine()?;
-    let module = MemcachedModule::new(cli::load_one(&engine, &FLAVOR, modules)?)?;
+    let engine = cli::loading::engine()?;
+    let module = MemcachedModule::new(cli::loading::load_one(&engine, &FLAVOR, modules)?)?;
     let text = if file.as_os_str() == "-" {
         let mut text = String::new();
         std::io::stdin().read_to_string(&mut text).context("reading stdin")?;
@@ -87,5 +89,5 @@ fn render_command(modules: &ModuleArgs, file: &Path, output: Format) -> Result<E
         Format::Json => render::as_json_list(objects),
         Format::Yaml => render::as_yaml(&mut instance, &objects).context("formatting YAML")?,
     };
-    cli::print_out(&printed)
+    cli::output::print_out(&printed)
 }

@@ -2,7 +2,7 @@
 //! stream, computed by the logic module.
 
 use serde_json::{Value, json};
-use wasm_operator::modules::{CallError, FieldError};
+use wasm_operator::runtime::call_error::{CallError, FieldError};
 
 use crate::typed::Instance;
 

@@ -4,10 +4,10 @@
 
 use std::path::Path;
 
-use wasm_operator::modules::{
-    CallError, CallResult, CallState, FieldError, LoadError, LogicError, LogicModule, ModuleEngine, ModuleSource,
-    call_store, failure,
-};
+use wasm_operator::runtime::call_error::{CallError, CallResult, FieldError, LogicError, failure};
+use wasm_operator::runtime::call_state::{CallState, call_store};
+use wasm_operator::runtime::engine::ModuleEngine;
+use wasm_operator::runtime::logic_module::{LoadError, LogicModule, ModuleSource};
 use wasmtime::Store;
 
 mod bindings {

@@ -8,7 +8,8 @@ use std::sync::OnceLock;
 
 use memcached_operator::typed::{Instance, MemcachedModule};
 use serde_json::Value;
-use wasm_operator::modules::{ModuleEngine, Reconciler};
+use wasm_operator::runtime::engine::ModuleEngine;
+use wasm_operator::runtime::reconciler::Reconciler;
 
 /// The folder of this crate (`tests/`).
 pub fn tests_dir() -> PathBuf {

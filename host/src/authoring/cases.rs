@@ -39,10 +39,11 @@ use serde_json::Value;
 
 use super::diff;
 use super::parents;
-use crate::modules::{LogicModule, ModuleEngine};
-use crate::operator::kinds::Kinds;
 use crate::planning::case::{Case, CaseError, DEFAULT_NOW, ErrorKind, Expect, ExpectedError, actual};
-use crate::planning::offline::{self, Given, Outcome, ReconcileError};
+use crate::planning::kinds::Kinds;
+use crate::planning::offline::{self, Given, Outcome, OutcomeError};
+use crate::runtime::engine::ModuleEngine;
+use crate::runtime::logic_module::LogicModule;
 
 /// The file in a case folder that names the module its cases run against.
 pub const DIR_CONFIG: &str = "wasm-operator-test.yaml";
@@ -198,7 +199,7 @@ pub fn compare(expect: &Expect, outcome: &Outcome) -> Vec<String> {
     report
 }
 
-fn compare_error(expected: &ExpectedError, error: &ReconcileError) -> Vec<String> {
+fn compare_error(expected: &ExpectedError, error: &OutcomeError) -> Vec<String> {
     let mut report = Vec::new();
     let kind = ErrorKind::of(error);
     if kind != expected.kind {
@@ -230,10 +231,10 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::modules::{FieldError, LogicError};
+    use crate::runtime::call_error::{FieldError, LogicError};
 
-    fn invalid(paths: &[&str]) -> ReconcileError {
-        ReconcileError::Spec(LogicError::Invalid(paths.iter().map(|p| FieldError::new(*p, "is wrong")).collect()))
+    fn invalid(paths: &[&str]) -> OutcomeError {
+        OutcomeError::Spec(LogicError::Invalid(paths.iter().map(|p| FieldError::new(*p, "is wrong")).collect()))
     }
 
     #[test]
@@ -241,7 +242,7 @@ mod tests {
         let expected = ExpectedError { kind: ErrorKind::Invalid, fields: vec!["spec.a".into()], message: None };
         assert!(compare_error(&expected, &invalid(&["spec.a"])).is_empty());
         assert_eq!(compare_error(&expected, &invalid(&["spec.a", "spec.b"])).len(), 1);
-        let refused = ReconcileError::Refused { problem: "object 1: ConfigMap c is answered twice".into() };
+        let refused = OutcomeError::Refused { problem: "object 1: ConfigMap c is answered twice".into() };
         assert_eq!(compare_error(&expected, &refused).len(), 2, "kind and fields");
         let by_message =
             ExpectedError { kind: ErrorKind::Refused, fields: Vec::new(), message: Some("answered twice".into()) };

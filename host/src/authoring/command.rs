@@ -12,7 +12,8 @@ use clap::{Args, Subcommand, ValueEnum};
 use super::cases::{self, Modules};
 use super::documents;
 use super::render::{self, read_objects};
-use crate::cli::{self, ModuleArgs};
+use crate::cli;
+use crate::cli::args::ModuleArgs;
 use crate::planning::case::CaseFile;
 
 /// Commands for writing a module: `render` and `test` need no cluster;
@@ -231,7 +232,7 @@ fn render_command(modules: &ModuleArgs, args: RenderArgs) -> Result<ExitCode> {
     let Some(path) = one_module(modules)? else { bail!("no logic module: give one with --module PATH") };
     let now = match &args.now {
         Some(text) => render::check_now(text)?,
-        None => render::now(),
+        None => crate::planning::step::now(),
     };
     let parents = read_objects(&args.file)?;
     if parents.is_empty() {
@@ -239,8 +240,8 @@ fn render_command(modules: &ModuleArgs, args: RenderArgs) -> Result<ExitCode> {
     }
     let owned = args.owned.as_deref().map(read_objects).transpose()?.unwrap_or_default();
     let related = args.related.as_deref().map(read_objects).transpose()?.unwrap_or_default();
-    let engine = cli::engine()?;
-    let module = crate::modules::LogicModule::from_file(&engine, &path, modules.allow_precompiled)?;
+    let engine = cli::loading::engine()?;
+    let module = crate::runtime::logic_module::LogicModule::from_file(&engine, &path, modules.allow_precompiled)?;
     let rendered = render::render(&module, &parents, &owned, &related, &now)?;
 
     let mut printed = Vec::new();
@@ -258,7 +259,7 @@ fn render_command(modules: &ModuleArgs, args: RenderArgs) -> Result<ExitCode> {
         Format::Yaml => documents::to_yaml(&printed),
         Format::Json => documents::to_json_list(&printed),
     };
-    cli::print_out(&text)?;
+    cli::output::print_out(&text)?;
     Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
@@ -266,7 +267,7 @@ fn test_command(modules: &ModuleArgs, args: TestArgs) -> Result<ExitCode> {
     let cli_module = one_module(modules)?;
     let folder_module = cases::dir_module(&args.dir)?;
     let files = cases::case_files(&args.dir)?;
-    let engine = cli::engine()?;
+    let engine = cli::loading::engine()?;
     let mut loaded = Modules::new(&engine, modules.allow_precompiled);
     let root = if args.dir.is_dir() { args.dir.clone() } else { args.dir.parent().unwrap_or(&args.dir).to_owned() };
     let (mut passed, mut failed, mut updated) = (0usize, 0usize, 0usize);
@@ -331,6 +332,6 @@ fn test_command(modules: &ModuleArgs, args: TestArgs) -> Result<ExitCode> {
         let _ = write!(out, ", {updated} updated");
     }
     out.push('\n');
-    cli::print_out(&out)?;
+    cli::output::print_out(&out)?;
     Ok(if failed > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }

@@ -23,7 +23,8 @@ use std::time::Duration;
 use anyhow::{Context as _, Result, bail};
 use clap::{Args, ValueEnum};
 
-use crate::cli::{self, Flavor, LogFormat, ModuleArgs, RunArgs};
+use crate::cli;
+use crate::cli::args::{Flavor, LogFormat, ModuleArgs, RunArgs};
 
 /// The Lease name, should `--leader-elect=true` be asked for.
 static FLAVOR: Flavor = Flavor { binary: "wasm-operator-dev", builtin: None };
@@ -57,10 +58,10 @@ pub struct DevArgs {
     #[arg(long)]
     pub once: bool,
     /// How long --once waits for the samples to converge.
-    #[arg(long, default_value = "2m", value_parser = cli::parse_duration)]
+    #[arg(long, default_value = "2m", value_parser = crate::duration::parse_duration)]
     pub timeout: Duration,
     /// How often the parents, their objects and events are looked at.
-    #[arg(long, default_value = "1s", value_parser = cli::parse_duration)]
+    #[arg(long, default_value = "1s", value_parser = crate::duration::parse_duration)]
     pub poll_interval: Duration,
     /// summary: an owned object in a line (a ConfigMap's data, else its spec
     /// and status, cut short); yaml: every changed object whole.
@@ -82,18 +83,18 @@ pub fn dev_command(modules: &ModuleArgs, args: DevArgs) -> Result<ExitCode> {
     if modules.modules.len() != 1 {
         bail!("dev takes one --module (the file it watches), not {}", modules.modules.len());
     }
-    crate::allocator::tune_for_a_long_running_process();
+    crate::memory::allocator::tune_for_a_long_running_process();
     init_logging(args.run.log_format);
     let samples = cluster::read_samples(&args.samples)?;
-    let engine = cli::run_engine(&args.run)?;
-    let module = cli::load_one(&engine, &FLAVOR, modules)?;
+    let engine = cli::loading::run_engine(&args.run)?;
+    let module = cli::loading::load_one(&engine, &FLAVOR, modules)?;
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
     runtime.block_on(dev(module, samples, args, modules.allow_precompiled))
 }
 
 async fn dev(
-    module: crate::modules::LogicModule,
+    module: crate::runtime::logic_module::LogicModule,
     samples: Vec<serde_json::Value>,
     args: DevArgs,
     allow_precompiled: bool,
@@ -109,7 +110,7 @@ async fn dev(
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let signal_stop = stop.clone();
     tokio::spawn(async move {
-        cli::shutdown_signal().await;
+        cli::operator_process::shutdown_signal().await;
         let _ = signal_stop.send(true);
     });
     let mut operator_stopped = stopped.clone();
@@ -118,8 +119,15 @@ async fn dev(
     };
     // A local loop acts as the developer (no ServiceAccount to set up) unless
     // --module-identity says otherwise.
-    let identity = cli::ModuleIdentityArg::Operator;
-    let operator = cli::run_operator(&FLAVOR, vec![module], args.run.clone(), allow_precompiled, identity, shutdown);
+    let identity = cli::args::ModuleIdentityArg::Operator;
+    let operator = cli::operator_process::run_operator(
+        &FLAVOR,
+        vec![module],
+        args.run.clone(),
+        allow_precompiled,
+        identity,
+        shutdown,
+    );
     let namespace = args.run.namespace.clone();
     let watcher = async {
         let applied = cluster::apply_samples(&client, &samples, namespace.as_deref()).await?;

@@ -5,7 +5,7 @@ use serde_json::Value;
 use similar::TextDiff;
 
 use super::documents::{without_nulls, yaml};
-use crate::operator::compare::same_ignoring_nulls;
+use crate::planning::object_diff::same_ignoring_nulls;
 
 /// Equal as the operator compares objects: a null member counts as absent.
 pub fn same(expected: &Value, actual: &Value) -> bool {

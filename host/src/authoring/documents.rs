@@ -75,7 +75,7 @@ pub fn to_json_list(objects: &[Value]) -> String {
 pub use crate::planning::offline::describe;
 
 /// The value without null object members, which the API server drops (and
-/// which the host's comparisons ignore, `operator/writing/compare.rs`).
+/// which the host's comparisons ignore, `planning/object_diff.rs`).
 pub fn without_nulls(value: &Value) -> Value {
     match value {
         Value::Object(map) => Value::Object(

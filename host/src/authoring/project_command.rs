@@ -11,7 +11,7 @@ use clap::{Args, Subcommand};
 use super::componentize::{Allowed, componentize};
 use super::function_order::function_list;
 use super::scaffold::{Language, Scaffold};
-use crate::cli::NoModules;
+use crate::cli::args::NoModules;
 
 #[derive(Subcommand)]
 pub enum ProjectCommand {

@@ -8,8 +8,8 @@
 
 use serde_json::{Value, json};
 
-use crate::modules::Manifest;
 use crate::operator::identity::{IdentityError, module_account, needed_permissions};
+use crate::runtime::bindings::Manifest;
 
 const RBAC: &str = "rbac.authorization.k8s.io/v1";
 

@@ -15,7 +15,8 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 
-use crate::cli::{self, ModuleArgs};
+use crate::cli;
+use crate::cli::args::ModuleArgs;
 
 #[derive(Args)]
 pub struct RecordArgs {
@@ -77,7 +78,7 @@ pub fn record_command(modules: &ModuleArgs, args: RecordArgs) -> Result<ExitCode
             eprintln!("{count} recorded reconcile(s) of {module} written to {}", file.display());
             Ok(ExitCode::SUCCESS)
         }
-        None => cli::print_out(&text),
+        None => cli::output::print_out(&text),
     }
 }
 
@@ -87,8 +88,8 @@ fn module_name(given: &Path, allow_precompiled: bool) -> Result<String> {
     if !given.is_file() {
         return Ok(given.to_string_lossy().into_owned());
     }
-    let engine = cli::engine()?;
-    let module = crate::modules::LogicModule::from_file(&engine, given, allow_precompiled)
+    let engine = cli::loading::engine()?;
+    let module = crate::runtime::logic_module::LogicModule::from_file(&engine, given, allow_precompiled)
         .with_context(|| format!("--module {}: reading the module's name from the file", given.display()))?;
     Ok(module.name().to_owned())
 }

@@ -8,9 +8,9 @@ use serde_json::Value;
 
 use super::documents::{self, DocumentError};
 use super::parents::{self, Filled};
-use crate::modules::LogicModule;
-use crate::operator::kinds::{Kind, KindError, Kinds};
-use crate::planning::offline::{self, Given, Outcome, ReconcileError};
+use crate::planning::kinds::{Kind, KindError, Kinds};
+use crate::planning::offline::{self, Given, Outcome, OutcomeError};
+use crate::runtime::logic_module::LogicModule;
 
 #[derive(Debug, thiserror::Error)]
 pub enum InputError {
@@ -45,8 +45,6 @@ pub fn check_now(text: &str) -> Result<String, InputError> {
         .map(|_| text.to_owned())
         .map_err(|error| InputError::Now { text: text.to_owned(), error: error.to_string() })
 }
-
-pub use crate::planning::offline::now;
 
 /// One parent of the file, rendered.
 pub struct Rendered {
@@ -102,7 +100,7 @@ impl Rendered {
         }
         match &outcome.error {
             None => {}
-            Some(ReconcileError::Spec(error)) => {
+            Some(OutcomeError::Spec(error)) => {
                 let fields: Vec<String> = error.field_errors().iter().map(|e| format!("\n  {e}")).collect();
                 let message = if fields.is_empty() { error.to_string() } else { error_kind(error) + &fields.concat() };
                 let status = match &outcome.status {
@@ -120,9 +118,9 @@ impl Rendered {
     }
 }
 
-fn error_kind(error: &crate::modules::LogicError) -> String {
+fn error_kind(error: &crate::runtime::call_error::LogicError) -> String {
     match error {
-        crate::modules::LogicError::Malformed(_) => "malformed input:".to_owned(),
+        crate::runtime::call_error::LogicError::Malformed(_) => "malformed input:".to_owned(),
         _ => "invalid:".to_owned(),
     }
 }
@@ -218,6 +216,6 @@ mod tests {
         assert_eq!(check_now("2026-01-01T00:00:00Z").ok().as_deref(), Some("2026-01-01T00:00:00Z"));
         let error = check_now("yesterday").expect_err("not a time");
         assert!(error.to_string().starts_with("--now \"yesterday\" is not an RFC 3339 time"), "{error}");
-        assert!(check_now(&now()).is_ok());
+        assert!(check_now(&crate::planning::step::now()).is_ok());
     }
 }

@@ -10,18 +10,26 @@ use kube::runtime::reflector;
 use kube::runtime::reflector::ObjectRef;
 use tokio::sync::mpsc;
 
-use crate::modules::{CallResult, LogicModule, ModuleSlot, Reconciler};
-use crate::operator::answers::WriteAnswer;
-use crate::operator::backoff::Backoff;
-use crate::operator::cached_object::CachedObject;
-use crate::operator::caches::{CacheEvents, Caches};
+use crate::operator::endpoints::metrics::ModuleMetrics;
 use crate::operator::identity::ModuleClient;
-use crate::operator::kinds::{Kind, KindError};
-use crate::operator::metrics::ModuleMetrics;
-use crate::operator::own_writes::OwnWrites;
-use crate::operator::references::{ParentKey, ReferenceIndex};
-use crate::operator::serving::Serving;
-use crate::operator::{events, hot_swap, own_writes, status};
+use crate::operator::reconciling::backoff::Backoff;
+use crate::operator::swapping::serving::Serving;
+use crate::operator::swapping::swap_state::{SwapPolicy, SwapState};
+use crate::operator::watching::cached_object::CachedObject;
+use crate::operator::watching::caches::{CacheEvents, Caches};
+use crate::operator::watching::own_writes;
+use crate::operator::watching::own_writes::OwnWrites;
+use crate::operator::watching::references::{ParentKey, ReferenceIndex};
+use crate::operator::writing::events;
+use crate::operator::writing::status_memo::StatusMemo;
+use crate::operator::writing::write_answer::WriteAnswer;
+use crate::planning::kinds::{Kind, KindError};
+use crate::planning::step::ModuleCaller;
+use crate::runtime::call_error::CallResult;
+use crate::runtime::call_pool::CallPool;
+use crate::runtime::logic_module::LogicModule;
+use crate::runtime::reconciler::Reconciler;
+use crate::runtime::slot::ModuleSlot;
 
 /// Everything one module's reconciles need, shared by all of them.
 pub struct Context {
@@ -48,18 +56,21 @@ pub struct Context {
     pub field_manager: String,
     pub(super) events: events::Events,
     pub(super) backoff: Backoff,
-    pub(super) status_memo: status::StatusMemo,
+    pub(super) status_memo: StatusMemo,
     pub(super) resync_period: Duration,
     /// The parents, as the controller's watch caches them.
     pub parents: reflector::Store<CachedObject>,
     /// Queues a parent for a reconcile (a rollout after a swap).
     pub(super) requeue: mpsc::UnboundedSender<ObjectRef<CachedObject>>,
-    pub(super) swap: Arc<hot_swap::SwapState>,
-    pub(super) swap_policy: hot_swap::SwapPolicy,
+    pub(super) swap: Arc<SwapState>,
+    pub(super) swap_policy: SwapPolicy,
     /// This module's own writes, so their watch events wake no reconcile.
     pub(super) own_writes: Arc<OwnWrites>,
     /// This module's recent reconciles, for export (`recording/`).
-    pub recorder: Arc<crate::operator::recording::Recorder>,
+    pub recorder: Arc<crate::operator::recording::recorder::Recorder>,
+    /// Where this module's calls run: off the async workers, a bounded
+    /// number at once.
+    pub(super) call_pool: CallPool,
 }
 
 impl Context {
@@ -83,22 +94,18 @@ impl Context {
         Ok(serving)
     }
 
-    /// One call into `module` (the one this reconcile runs on), on a fresh
-    /// instance, timed; a failure of the module itself is counted by its
-    /// reason. A dry run (`Calls::Unrecorded`) counts nothing.
-    ///
-    /// What the module logs is emitted with `parent` (namespace, name).
-    pub(super) fn call<T>(
-        &self,
-        module: &LogicModule,
-        parent: (&str, &str),
-        function: &'static str,
-        call: impl FnOnce(&mut Reconciler) -> CallResult<T>,
-    ) -> CallResult<T> {
-        self.call_as(Calls::Recorded, module, parent, function, call)
+    /// The calls of one reconcile of `parent` (namespace, name) into
+    /// `module`, the version it runs on (`planning/step.rs` makes them).
+    pub fn calls<'a>(&'a self, calls: Calls, module: &'a LogicModule, parent: (&'a str, &'a str)) -> ModuleCalls<'a> {
+        ModuleCalls { ctx: self, calls, module, parent }
     }
 
-    pub(super) fn call_as<T>(
+    /// One call into `module`, on a fresh instance, timed; a failure of the
+    /// module itself is counted by its reason. A dry run
+    /// (`Calls::Unrecorded`) counts nothing.
+    ///
+    /// What the module logs is emitted with `parent` (namespace, name).
+    fn call_as<T>(
         &self,
         calls: Calls,
         module: &LogicModule,
@@ -107,12 +114,17 @@ impl Context {
         call: impl FnOnce(&mut Reconciler) -> CallResult<T>,
     ) -> CallResult<T> {
         let started = Instant::now();
-        let result = module.reconciler().and_then(|mut instance| {
-            let result = call(&mut instance);
-            let log = instance.take_log();
-            if !log.is_empty() {
-                log.emit(module.name(), Some(&format!("{namespace}/{name}")));
-            }
+        let result = self.call_pool.run(|| {
+            self.metrics.module_call_running(1);
+            let result = module.reconciler().and_then(|mut instance| {
+                let result = call(&mut instance);
+                let log = instance.take_log();
+                if !log.is_empty() {
+                    log.emit(module.name(), Some(&format!("{namespace}/{name}")));
+                }
+                result
+            });
+            self.metrics.module_call_running(-1);
             result
         });
         if calls == Calls::Recorded {
@@ -201,6 +213,21 @@ impl Drop for WriteInFlight<'_> {
         if !self.answered {
             self.unanswered();
         }
+    }
+}
+
+/// One reconcile's calls into its module version, as [`Context::calls`]
+/// makes them.
+pub struct ModuleCalls<'a> {
+    ctx: &'a Context,
+    calls: Calls,
+    module: &'a LogicModule,
+    parent: (&'a str, &'a str),
+}
+
+impl ModuleCaller for ModuleCalls<'_> {
+    fn call<T>(&self, function: &'static str, call: impl FnOnce(&mut Reconciler) -> CallResult<T>) -> CallResult<T> {
+        self.ctx.call_as(self.calls, self.module, self.parent, function, call)
     }
 }
 

@@ -1,10 +1,12 @@
 //! Why a reconcile failed (and whether that counts against a new module
 //! version), and why the operator could not start.
 
-use crate::modules::{CallError, LogicError, Refusal, RefusedAnswer};
-use crate::operator::http;
-use crate::operator::kinds::KindError;
+use crate::operator::endpoints::http;
 use crate::operator::leader::LeaderError;
+use crate::planning::kinds::KindError;
+use crate::planning::step::StepError;
+use crate::runtime::answer::{Refusal, RefusedAnswer};
+use crate::runtime::call_error::{CallError, LogicError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReconcileError {
@@ -22,6 +24,15 @@ pub enum ReconcileError {
     Vanished { kind: String, name: String },
     #[error("the parent has no namespace or uid")]
     MissingMetadata,
+}
+
+impl From<StepError> for ReconcileError {
+    fn from(error: StepError) -> Self {
+        match error {
+            StepError::Module { function, source } => ReconcileError::Module { function, source },
+            StepError::Refused(refused) => ReconcileError::InvalidOutput(refused),
+        }
+    }
 }
 
 impl ReconcileError {

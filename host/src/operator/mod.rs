@@ -5,36 +5,22 @@
 //! dynamic objects. Every decision about desired state and status comes from
 //! the module; this side does the I/O.
 
-mod context;
+pub mod context;
 mod controller;
-mod endpoints;
-mod errors;
+pub mod endpoints;
+pub mod errors;
 pub mod identity;
 pub mod leader;
 mod reconciling;
 pub mod recording;
-mod run;
-mod swapping;
-mod watching;
-mod writing;
-
-// Each concern keeps its files in its own folder; the paths the rest of the
-// crate uses stay flat.
-pub use context::{Calls, Context, ParentView};
-pub use endpoints::{http, metrics, metrics_auth, tls};
-pub use errors::{OperatorError, ReconcileError};
-pub use reconciling::desired;
-use reconciling::{backoff, inputs, reconcile};
-pub use run::run;
-pub use swapping::{hot_swap, logic_modules, rollout, serving, shadow, swap_plan};
-use watching::own_writes;
-pub use watching::{cached_object, caches, kinds, objects, references};
-use writing::{answers, create_or_update, delete_unwanted, events, status};
-pub use writing::{api_requests, compare};
+pub mod run;
+pub mod swapping;
+pub mod watching;
+pub mod writing;
 
 use std::net::SocketAddr;
 
-use leader::LeaderElectionOptions;
+use crate::operator::leader::LeaderElectionOptions;
 use std::time::Duration;
 
 #[derive(Clone, Debug)]
@@ -44,19 +30,22 @@ pub struct Options {
     pub metrics_address: SocketAddr,
     /// HTTPS and reviewed requests on `metrics_address`; `None`: plain HTTP,
     /// open to anyone who reaches it.
-    pub metrics_secure: Option<http::SecureMetrics>,
+    pub metrics_secure: Option<endpoints::http::SecureMetrics>,
     pub health_address: SocketAddr,
     pub leader_election: Option<LeaderElectionOptions>,
     /// Parents reconciled at once, per module.
     pub concurrency: u16,
+    /// Calls into one module running at once, off the async workers
+    /// (`runtime/call_pool.rs`).
+    pub module_call_concurrency: usize,
     /// How often an unchanged parent is reconciled anyway (drift the
     /// watches could not see); costs no write when nothing drifted.
     pub resync_period: Duration,
     /// How new module versions are verified, rolled out and rolled back.
-    pub swap_policy: hot_swap::SwapPolicy,
+    pub swap_policy: swapping::swap_state::SwapPolicy,
     /// Follow each module's LogicModule resource (new versions from an OCI
     /// registry); `None` leaves LogicModules alone.
-    pub logic_modules: Option<logic_modules::LogicModuleOptions>,
+    pub logic_modules: Option<swapping::logic_modules::LogicModuleOptions>,
     /// Bytes of recorded reconciles kept per module (`recording/`); 0
     /// records nothing.
     pub record_budget: u64,

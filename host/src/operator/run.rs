@@ -12,26 +12,35 @@ use kube::runtime::reflector;
 use kube::runtime::reflector::ObjectRef;
 use tokio::sync::{mpsc, watch};
 
-use crate::modules::{LogicModule, ModuleSlot};
-use crate::operator::backoff::Backoff;
-use crate::operator::cached_object::CachedObject;
-use crate::operator::caches::{CacheEvents, Caches};
+use crate::operator::context::Context;
 use crate::operator::controller::controller_for;
+use crate::operator::endpoints::http;
+use crate::operator::endpoints::metrics::Metrics;
+use crate::operator::errors::OperatorError;
 use crate::operator::identity::ModuleClient;
-use crate::operator::kinds::Kind;
 use crate::operator::leader::LeaderElection;
-use crate::operator::metrics::Metrics;
-use crate::operator::own_writes::OwnWrites;
-use crate::operator::references::ReferenceIndex;
-use crate::operator::serving::Serving;
+use crate::operator::reconciling::backoff::Backoff;
+use crate::operator::swapping::serving::Serving;
+use crate::operator::swapping::swap_state::{self, SwapState};
+use crate::operator::swapping::{hot_swap, logic_modules};
+use crate::operator::watching::cached_object::CachedObject;
+use crate::operator::watching::caches::{CacheEvents, Caches};
+use crate::operator::watching::own_writes::OwnWrites;
+use crate::operator::watching::references::ReferenceIndex;
 use crate::operator::watching::triggers::{Triggers, Wakes};
-use crate::operator::{Context, OperatorError, Options, events, hot_swap, http, logic_modules, recording, status};
+use crate::operator::writing::events;
+use crate::operator::writing::status_memo::StatusMemo;
+use crate::operator::{Options, recording};
+use crate::planning::kinds::Kind;
+use crate::runtime::call_pool::CallPool;
+use crate::runtime::logic_module::LogicModule;
+use crate::runtime::slot::ModuleSlot;
 
 /// One module, set up: the version it starts on with its caches
 /// subscribed, its triggers.
 struct Prepared {
     slot: ModuleSlot,
-    swap: Arc<hot_swap::SwapState>,
+    swap: Arc<SwapState>,
     name: String,
     parent_kind: Kind,
     serving: Arc<ArcSwap<Serving>>,
@@ -65,7 +74,7 @@ fn prepare(
     let own_writes = Arc::new(OwnWrites::default());
     let (parents_tx, parents) = mpsc::unbounded_channel();
     let (everything_tx, everything) = mpsc::unbounded_channel();
-    let swap = Arc::new(hot_swap::SwapState::new(metrics.for_module(&name)));
+    let swap = Arc::new(SwapState::new(metrics.for_module(&name)));
     let wakes = Arc::new(Wakes::closed(parents_tx.clone(), everything_tx));
     let triggers: Arc<dyn CacheEvents> = Arc::new(Triggers {
         parent: parent_kind.clone(),
@@ -216,7 +225,8 @@ pub async fn run(
     if let Some(logic_modules) = &options.logic_modules {
         // Come up on the version each module's LogicModule says was serving.
         for slot in &modules {
-            let takeover = logic_modules::serving_version(&client, &logic_modules.registry, &slot.current()).await;
+            let takeover =
+                logic_modules::takeover::serving_version(&client, &logic_modules.registry, &slot.current()).await;
             if let Some(takeover) = &takeover {
                 slot.swap(takeover.module.clone());
             }
@@ -246,7 +256,7 @@ pub async fn run(
     let mut leading = Vec::new();
     let mut _followers = Vec::new();
     for prepared in &prepared {
-        let release = hot_swap::release_idle_code(prepared.slot.clone(), prepared.swap.clone());
+        let release = swap_state::release_idle_code(prepared.slot.clone(), prepared.swap.clone());
         _followers.push(AbortOnDrop(tokio::spawn(release)));
         let (leading_tx, leading_rx) = watch::channel(None);
         leading.push(leading_tx);
@@ -264,7 +274,7 @@ pub async fn run(
 
     let readiness = http::Readiness::default();
     let secure = options.metrics_secure.as_ref().map(|settings| (settings, client.clone()));
-    let records = Arc::new(recording::Records::new(options.record_budget, metrics.clone()));
+    let records = Arc::new(recording::recorder::Records::new(options.record_budget, metrics.clone()));
     let endpoints =
         http::Endpoints { metrics: metrics.clone(), records: records.clone(), readiness: readiness.clone() };
     let _servers = http::serve(options.metrics_address, options.health_address, endpoints, secure).await?;
@@ -300,7 +310,7 @@ pub async fn run(
     // Started: what only starting touched goes back now, before the
     // readiness, and from then on what bursts free and rare work maps,
     // every 30 s.
-    let _giving_back = AbortOnDrop(tokio::spawn(crate::give_back::give_back_unused_memory()));
+    let _giving_back = AbortOnDrop(tokio::spawn(crate::memory::give_back::give_back_unused_memory()));
     readiness.set_ready();
     tracing::info!(kinds = all_caches.len(), "caches synced");
 
@@ -338,7 +348,7 @@ pub async fn run(
             field_manager: manifest.field_manager.clone(),
             events: events::Events::new(client.clone(), &manifest.event_reporter, Some(instance.clone())),
             backoff: Backoff::default(),
-            status_memo: status::StatusMemo::default(),
+            status_memo: StatusMemo::default(),
             resync_period: options.resync_period,
             parents: parent_writer.as_reader(),
             requeue: prepared.requeue,
@@ -346,6 +356,7 @@ pub async fn run(
             swap_policy: options.swap_policy.clone(),
             own_writes: prepared.own_writes,
             recorder: records.for_module(&prepared.name, prepared.slot.clone()),
+            call_pool: CallPool::new(options.module_call_concurrency),
         });
         if let Some((previous, until)) = prepared.resumed_probation {
             hot_swap::resume_probation(&ctx, previous, until);

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::planning::offline::{Outcome, ReconcileError};
+use crate::planning::offline::{Outcome, OutcomeError};
 
 /// The time a case without `now` runs at.
 pub const DEFAULT_NOW: &str = "2026-01-01T00:00:00Z";
@@ -102,7 +102,7 @@ impl ErrorKind {
         }
     }
 
-    pub fn of(error: &ReconcileError) -> Self {
+    pub fn of(error: &OutcomeError) -> Self {
         match error.kind() {
             "invalid" => ErrorKind::Invalid,
             "malformed" => ErrorKind::Malformed,
@@ -178,11 +178,11 @@ pub fn actual(previous: &Expect, outcome: &Outcome) -> Expect {
 
 /// The expectation an error passes: its kind, the fields it names and,
 /// where it says more than its kind, its message.
-pub fn expected_error(error: &ReconcileError) -> ExpectedError {
+pub fn expected_error(error: &OutcomeError) -> ExpectedError {
     let kind = ErrorKind::of(error);
     let message = match error {
-        ReconcileError::Spec(crate::modules::LogicError::Unsupported(message)) => Some(message.clone()),
-        ReconcileError::Refused { problem } => Some(problem.clone()),
+        OutcomeError::Spec(crate::runtime::call_error::LogicError::Unsupported(message)) => Some(message.clone()),
+        OutcomeError::Refused { problem } => Some(problem.clone()),
         _ => None,
     };
     ExpectedError { kind, fields: error.paths(), message }

@@ -30,9 +30,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::fields::{self, FieldChange};
-use crate::operator::compare::same_ignoring_nulls;
-use crate::operator::kinds::Kinds;
-use crate::planning::offline::{Outcome, ReconcileError};
+use crate::planning::kinds::Kinds;
+use crate::planning::object_diff::same_ignoring_nulls;
+use crate::planning::offline::{Outcome, OutcomeError};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -79,7 +79,7 @@ pub struct Failure {
 }
 
 impl Failure {
-    fn of(error: &ReconcileError) -> Self {
+    fn of(error: &OutcomeError) -> Self {
         Self { kind: error.kind(), message: error.to_string() }
     }
 }
@@ -278,8 +278,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::modules::{CallError, KindInfo};
-    use crate::operator::kinds::Kind;
+    use crate::planning::kinds::Kind;
+    use crate::runtime::bindings::KindInfo;
+    use crate::runtime::call_error::CallError;
 
     fn kind(kind: &str) -> Kind {
         let info = KindInfo {
@@ -324,7 +325,7 @@ mod tests {
 
     fn failed() -> Outcome {
         Outcome {
-            error: Some(ReconcileError::Module {
+            error: Some(OutcomeError::Module {
                 function: "desired",
                 error: CallError::Panicked { message: "boom".into() },
             }),

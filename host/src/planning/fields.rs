@@ -1,6 +1,6 @@
 //! Field-level differences between two objects (or two statuses), as
 //! `path: old -> new` lines: maps member by member (the members a merge
-//! patch names, `operator/writing/compare.rs`), lists by `name` when every item has
+//! patch names, `planning/object_diff.rs`), lists by `name` when every item has
 //! one (containers, ports, env) and by index otherwise. A null member counts
 //! as absent, as in the operator's comparisons. A Secret's `data` and
 //! `stringData` values are never shown: only that they change.
@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::operator::compare::{merge_patch, same_ignoring_nulls};
+use crate::planning::object_diff::{merge_patch, same_ignoring_nulls};
 
 /// What a redacted value is shown as.
 pub const REDACTED: &str = "(redacted)";

@@ -1,13 +1,22 @@
-//! What a module version would do, computed without a cluster and without
-//! writing anything: one reconcile as the operator makes it (`offline`),
-//! two versions' outcomes compared object by object and field by field
-//! (`compare`, `fields`), a plan's counts (`summary`), and the golden-case
-//! format a reconcile is written down in (`case`). The authoring
-//! commands (`render`, `test`, `plan`) and the operator (a swap's plan, a
-//! shadow, the replay of a recorded reconcile) share it.
+//! One reconcile, planned without I/O, and what a module version would do,
+//! computed without a cluster and without writing anything:
+//! - `step`: the module's calls of one reconcile in the host's order, the
+//!   checks on their answers (`answer_check`) and the write each desired
+//!   object needs (compared as `object_diff` compares); the operator
+//!   performs what it plans;
+//! - `kinds`: the kinds a manifest names, as the API client needs them;
+//! - `offline`: one reconcile on given objects (`render`, `test`, `plan`,
+//!   a swap's dry run, a shadow, a replayed record);
+//! - `compare`, `fields`, `summary`: two versions' outcomes compared object
+//!   by object and field by field, and a plan's counts;
+//! - `case`: the golden-case format a reconcile is written down in.
 
+pub mod answer_check;
 pub mod case;
 pub mod compare;
 pub mod fields;
+pub mod kinds;
+pub mod object_diff;
 pub mod offline;
+pub mod step;
 pub mod summary;

@@ -1,6 +1,6 @@
 //! One reconcile without a cluster: the calls the operator makes for a
 //! parent, in its order (`operator/reconciling/reconcile.rs`), with the checks it
-//! applies to the answers (`operator/reconciling/desired.rs`), writing nothing.
+//! applies to the answers (`planning/answer_check.rs`), writing nothing.
 //!
 //! The owned objects the module is given are those of the given ones the
 //! parent controls (a controller owner reference with its uid) of an owned
@@ -15,13 +15,16 @@
 
 use serde_json::Value;
 
-use crate::modules::{CallError, LogicError, LogicModule, ObjectRef, check_status};
-use crate::operator::desired::{self, Owner};
-use crate::operator::kinds::{Kind, Kinds};
+use crate::planning::kinds::{Kind, Kinds};
+use crate::planning::step::{self, Answer, Child, Inputs, ModuleCaller, Parent, StatusAnswer, StepError};
+use crate::runtime::bindings::ObjectRef;
+use crate::runtime::call_error::{CallError, CallResult, LogicError};
+use crate::runtime::logic_module::LogicModule;
+use crate::runtime::reconciler::Reconciler;
 
 /// What the operator would hand the module, and the parent it is for.
 pub struct Given<'a> {
-    /// The parent, with a namespace and a uid ([`crate::authoring::parents::complete`]).
+    /// The parent, with a namespace and a uid (`authoring/parents.rs` completes one written without).
     pub parent: &'a Value,
     /// Objects that exist: those the parent controls are passed as owned.
     pub owned: &'a [Value],
@@ -49,7 +52,7 @@ pub struct Outcome {
     /// What `status` was told went wrong.
     pub problem: Option<String>,
     /// Why the reconcile did not apply.
-    pub error: Option<ReconcileError>,
+    pub error: Option<OutcomeError>,
     /// Given objects the operator would not pass to the module, and why.
     pub ignored: Vec<String>,
     /// The parent is being deleted: the operator calls nothing and writes
@@ -58,7 +61,7 @@ pub struct Outcome {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum ReconcileError {
+pub enum OutcomeError {
     /// The module's own answer to `desired`: the spec is invalid (or
     /// malformed, or asks what it does not do). Nothing is written; the
     /// status is told.
@@ -74,16 +77,25 @@ pub enum ReconcileError {
     Module { function: &'static str, error: CallError },
 }
 
-impl ReconcileError {
+impl From<StepError> for OutcomeError {
+    fn from(error: StepError) -> Self {
+        match error {
+            StepError::Module { function, source } => OutcomeError::Module { function, error: source },
+            StepError::Refused(refused) => OutcomeError::Refused { problem: refused.to_string() },
+        }
+    }
+}
+
+impl OutcomeError {
     /// The short name a case's expectation uses: `invalid`, `malformed`,
     /// `unsupported`, `refused` or `failed`.
     pub fn kind(&self) -> &'static str {
         match self {
-            ReconcileError::Spec(LogicError::Invalid(_)) => "invalid",
-            ReconcileError::Spec(LogicError::Malformed(_)) => "malformed",
-            ReconcileError::Spec(LogicError::Unsupported(_)) => "unsupported",
-            ReconcileError::Refused { .. } | ReconcileError::Module { error: CallError::Refused(_), .. } => "refused",
-            ReconcileError::Module { .. } => "failed",
+            OutcomeError::Spec(LogicError::Invalid(_)) => "invalid",
+            OutcomeError::Spec(LogicError::Malformed(_)) => "malformed",
+            OutcomeError::Spec(LogicError::Unsupported(_)) => "unsupported",
+            OutcomeError::Refused { .. } | OutcomeError::Module { error: CallError::Refused(_), .. } => "refused",
+            OutcomeError::Module { .. } => "failed",
         }
     }
 
@@ -91,23 +103,23 @@ impl ReconcileError {
     /// for a spec error (the module's status reports it).
     pub fn stalled_reason(&self) -> &'static str {
         match self {
-            ReconcileError::Spec(_) => "",
-            ReconcileError::Refused { .. } => "ModuleInvalidOutput",
-            ReconcileError::Module { error, .. } => error.reason(),
+            OutcomeError::Spec(_) => "",
+            OutcomeError::Refused { .. } => "ModuleInvalidOutput",
+            OutcomeError::Module { error, .. } => error.reason(),
         }
     }
 
     /// The field paths it names.
     pub fn paths(&self) -> Vec<String> {
         match self {
-            ReconcileError::Spec(error) => error.field_errors().iter().map(|e| e.path.clone()).collect(),
+            OutcomeError::Spec(error) => error.field_errors().iter().map(|e| e.path.clone()).collect(),
             _ => Vec::new(),
         }
     }
 }
 
 /// Runs `references`, `desired`, the answer checks and `status`, each call
-/// on a fresh instance as the operator makes them.
+/// on a fresh instance, as the operator makes them (`step`).
 pub fn reconcile(module: &LogicModule, kinds: &Kinds, given: &Given<'_>) -> Outcome {
     let mut outcome = Outcome::default();
     if given.parent.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null()) {
@@ -116,118 +128,93 @@ pub fn reconcile(module: &LogicModule, kinds: &Kinds, given: &Given<'_>) -> Outc
     }
     let namespace = str_at(given.parent, "/metadata/namespace");
     let uid = str_at(given.parent, "/metadata/uid");
-    let parent = module_view(given.parent).to_string();
+    let parent_json = module_view(given.parent).to_string();
+    let parent = Parent { json: &parent_json, namespace, uid };
+    let calls = FreshInstances { module, parent: given.parent };
 
-    let references = match call(module, &parent, |r| r.references(&parent)) {
-        Ok(references) => references,
-        // An invalid parent: `desired` reports it with every path.
-        Err(CallError::Logic(_)) => Vec::new(),
-        Err(error) => {
-            outcome.error = Some(ReconcileError::Module { function: "references", error });
-            return outcome;
-        }
-    };
-    let related = select_related(&kinds.reads, &references, namespace, given.related, &mut outcome.ignored);
     let name = str_at(given.parent, "/metadata/name");
     let owner = ParentId { kind: &kinds.parent, namespace, name, uid };
     let current = select_owned(&kinds.owned, &owner, given.owned, &mut outcome.ignored);
-    let related_json: Vec<String> = related.iter().map(ToString::to_string).collect();
     let current_json: Vec<String> = current.iter().map(|(_, o)| o.to_string()).collect();
+    let children: Vec<Child<'_>> = current
+        .iter()
+        .map(|(kind_index, o)| Child { kind_index: *kind_index, name: str_at(o, "/metadata/name") })
+        .collect();
+    let inputs =
+        Inputs { parent, owned_kinds: &kinds.owned, owned: &current_json, children: &children, keep_answer: false };
 
+    let mut ignored = Vec::new();
+    let planned = step::plan(&calls, &inputs, |reference| {
+        find_related(&kinds.reads, reference, namespace, given.related, &mut ignored).map(|o| o.to_string())
+    });
+    outcome.ignored.append(&mut ignored);
+    let plan = match planned {
+        Ok(plan) => plan,
+        Err(error) => {
+            outcome.error = Some(error.into());
+            return outcome;
+        }
+    };
     let status_owned: Option<Vec<String>> =
         given.status_owned.map(|objects| objects.iter().map(|o| module_view(o).to_string()).collect());
-    let answer = match call(module, &parent, |r| r.desired(&parent, &current_json, &related_json)) {
-        Ok(answer) => answer,
-        Err(CallError::Logic(error)) => {
+    let related = &plan.related;
+    match plan.answer {
+        Answer::Invalid(error) => {
             // As the operator: nothing changes, and `status` hears why.
             let problem = error.to_string();
-            outcome.error = Some(ReconcileError::Spec(error));
+            outcome.error = Some(OutcomeError::Spec(error));
             let owned = status_owned.as_deref().unwrap_or(&current_json);
-            status(module, &parent, owned, &related_json, given.now, problem, &mut outcome);
-            return outcome;
+            let answer = step::status(&calls, parent, owned, related, given.now.to_owned(), Some(&problem));
+            finish_status(answer, Some(problem), &mut outcome);
         }
-        Err(error) => {
-            outcome.error = Some(ReconcileError::Module { function: "desired", error });
-            return outcome;
+        Answer::Writes { objects, deletes } => {
+            outcome.deleted = deletes.into_iter().map(|index| current[index].1.clone()).collect();
+            outcome.desired = objects.into_iter().map(|object| object.value).collect();
+            let after: Vec<String> = match status_owned {
+                Some(owned) => owned,
+                None => outcome.desired.iter().map(ToString::to_string).collect(),
+            };
+            let answer = step::status(&calls, parent, &after, related, given.now.to_owned(), given.problem);
+            finish_status(answer, given.problem.map(str::to_owned), &mut outcome);
         }
-    };
-    let checked = match desired::check(&kinds.owned, &Owner { namespace, uid }, answer) {
-        Ok(checked) => checked,
-        Err(refused) => {
-            outcome.error = Some(ReconcileError::Refused { problem: refused.to_string() });
-            return outcome;
-        }
-    };
-    outcome.deleted = current
-        .iter()
-        .filter(|(index, object)| {
-            let name = str_at(object, "/metadata/name");
-            !checked.iter().any(|wanted| wanted.kind_index == *index && wanted.name == name)
-        })
-        .map(|(_, object)| object.clone())
-        .collect();
-    outcome.desired = checked.into_iter().map(|object| object.value).collect();
-    let after: Vec<String> = match status_owned {
-        Some(owned) => owned,
-        None => outcome.desired.iter().map(ToString::to_string).collect(),
-    };
-    if let Some(problem) = given.problem {
-        status(module, &parent, &after, &related_json, given.now, problem.to_owned(), &mut outcome);
-    } else {
-        let answer = call(module, &parent, |r| r.status(&parent, &after, &related_json, given.now, None));
-        finish_status(answer, None, &mut outcome);
     }
     outcome
 }
 
-fn status(
-    module: &LogicModule,
-    parent: &str,
-    owned: &[String],
-    related: &[String],
-    now: &str,
-    problem: String,
-    outcome: &mut Outcome,
-) {
-    let answer = call(module, parent, |r| r.status(parent, owned, related, now, Some(&problem)));
-    finish_status(answer, Some(problem), outcome);
-}
-
 /// The status answer as the operator reads it: JSON, or a refused answer.
-fn finish_status(answer: Result<String, CallError>, problem: Option<String>, outcome: &mut Outcome) {
+fn finish_status(answer: Result<StatusAnswer, StepError>, problem: Option<String>, outcome: &mut Outcome) {
     outcome.problem = problem;
-    let failed = |outcome: &mut Outcome, error| {
-        // A spec error found before stays the reconcile's error.
-        if outcome.error.is_none() {
-            outcome.error = Some(error);
-        }
-    };
     match answer {
-        Ok(text) => match check_status(&text) {
-            Ok(status) => outcome.status = Some(status),
-            Err(refused) => failed(outcome, ReconcileError::Refused { problem: refused.to_string() }),
-        },
-        Err(error) => failed(outcome, ReconcileError::Module { function: "status", error }),
+        Ok(answer) => outcome.status = Some(answer.value),
+        // A spec error found before stays the reconcile's error.
+        Err(error) => {
+            if outcome.error.is_none() {
+                outcome.error = Some(error.into());
+            }
+        }
     }
 }
 
-/// One call on a fresh instance; what the module logged goes to the log
+/// Each call on a fresh instance; what the module logged goes to the log
 /// (standard error) with the parent's `namespace/name`, as in the operator.
-fn call<T>(
-    module: &LogicModule,
-    parent: &str,
-    call: impl FnOnce(&mut crate::modules::Reconciler) -> Result<T, CallError>,
-) -> Result<T, CallError> {
-    module.reconciler().and_then(|mut instance| {
-        let result = call(&mut instance);
-        let log = instance.take_log();
-        if !log.is_empty() {
-            let parent: Value = serde_json::from_str(parent).unwrap_or_default();
-            let who = format!("{}/{}", str_at(&parent, "/metadata/namespace"), str_at(&parent, "/metadata/name"));
-            log.emit(module.name(), Some(&who));
-        }
-        result
-    })
+struct FreshInstances<'a> {
+    module: &'a LogicModule,
+    parent: &'a Value,
+}
+
+impl ModuleCaller for FreshInstances<'_> {
+    fn call<T>(&self, _function: &'static str, call: impl FnOnce(&mut Reconciler) -> CallResult<T>) -> CallResult<T> {
+        self.module.reconciler().and_then(|mut instance| {
+            let result = call(&mut instance);
+            let log = instance.take_log();
+            if !log.is_empty() {
+                let who =
+                    format!("{}/{}", str_at(self.parent, "/metadata/namespace"), str_at(self.parent, "/metadata/name"));
+                log.emit(self.module.name(), Some(&who));
+            }
+            result
+        })
+    }
 }
 
 fn str_at<'a>(value: &'a Value, pointer: &str) -> &'a str {
@@ -323,25 +310,32 @@ pub fn select_related(
     given: &[Value],
     ignored: &mut Vec<String>,
 ) -> Vec<Value> {
-    let mut selected = Vec::new();
-    for reference in references {
-        // The operator has caches of the read kinds only.
-        if !reads.iter().any(|k| k.resource.group == reference.group && k.resource.kind == reference.kind) {
-            ignored
-                .push(format!("reference to {} {}: not a read kind of the manifest", reference.kind, reference.name));
-            continue;
-        }
-        let wanted_namespace = reference.namespace.as_deref().unwrap_or(namespace);
-        let found = given.iter().find(|object| {
-            let group = str_at(object, "/apiVersion").rsplit_once('/').map_or("", |(group, _)| group);
-            group == reference.group
-                && str_at(object, "/kind") == reference.kind
-                && namespace_of(object) == wanted_namespace
-                && str_at(object, "/metadata/name") == reference.name
-        });
-        selected.extend(found.map(module_view));
+    references.iter().filter_map(|reference| find_related(reads, reference, namespace, given, ignored)).collect()
+}
+
+/// The given object `reference` names, as the module reads it; a reference
+/// to a kind the manifest does not read is noted in `ignored`.
+fn find_related(
+    reads: &[Kind],
+    reference: &ObjectRef,
+    namespace: &str,
+    given: &[Value],
+    ignored: &mut Vec<String>,
+) -> Option<Value> {
+    // The operator has caches of the read kinds only.
+    if !reads.iter().any(|k| k.resource.group == reference.group && k.resource.kind == reference.kind) {
+        ignored.push(format!("reference to {} {}: not a read kind of the manifest", reference.kind, reference.name));
+        return None;
     }
-    selected
+    let wanted_namespace = reference.namespace.as_deref().unwrap_or(namespace);
+    let found = given.iter().find(|object| {
+        let group = str_at(object, "/apiVersion").rsplit_once('/').map_or("", |(group, _)| group);
+        group == reference.group
+            && str_at(object, "/kind") == reference.kind
+            && namespace_of(object) == wanted_namespace
+            && str_at(object, "/metadata/name") == reference.name
+    });
+    found.map(module_view)
 }
 
 /// `kind namespace/name` (or `kind name`), for messages.
@@ -354,17 +348,12 @@ pub fn describe(object: &Value) -> String {
     }
 }
 
-/// The current time as the operator passes it to `status` (RFC 3339, seconds).
-pub fn now() -> String {
-    jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::modules::KindInfo;
+    use crate::runtime::bindings::KindInfo;
 
     fn kind(group: &str, kind: &str) -> Kind {
         let info = KindInfo {

@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use super::FIELD_MANAGER;
 use crate::authoring::documents;
-use crate::modules::Manifest;
+use crate::runtime::bindings::Manifest;
 
 /// Every object of the sample files and folders, in order.
 pub fn read_samples(paths: &[PathBuf]) -> Result<Vec<Value>> {

@@ -16,7 +16,7 @@ use tokio::sync::watch;
 use super::Output;
 use super::cluster::Applied;
 use super::summary;
-use crate::modules::{KindInfo, Manifest};
+use crate::runtime::bindings::{KindInfo, Manifest};
 
 /// Nothing printed for this long, and the samples' parents converged: done.
 const QUIET: Duration = Duration::from_secs(2);

@@ -18,9 +18,10 @@ use serde_json::Value;
 
 use super::super::parents;
 use super::super::render::{self, InputError};
-use crate::modules::{LogicModule, ObjectRef};
-use crate::operator::kinds::{Kind, Kinds};
+use crate::planning::kinds::{Kind, Kinds};
 use crate::planning::offline::{module_view, namespace_of};
+use crate::runtime::bindings::ObjectRef;
+use crate::runtime::logic_module::LogicModule;
 
 /// Objects listed per request.
 const PAGE: u32 = 500;

@@ -28,12 +28,14 @@ use self::inputs::{Inputs, InputsError, Version};
 use self::report::{Plan, VersionInfo};
 use self::source::{SourceError, VersionSource};
 use super::render::{self, InputError};
-use crate::cli::{self, ModuleArgs, RegistryArgs};
-use crate::modules::oci::Registry;
-use crate::modules::{LogicModule, ModuleEngine};
-use crate::operator::kinds::{KindError, Kinds};
+use crate::cli;
+use crate::cli::args::{ModuleArgs, RegistryArgs};
 use crate::planning::compare::{self, ParentPlan, Side};
+use crate::planning::kinds::{KindError, Kinds};
 use crate::planning::offline::{self, Given, namespace_of};
+use crate::runtime::engine::ModuleEngine;
+use crate::runtime::logic_module::LogicModule;
+use crate::runtime::oci::Registry;
 
 #[derive(Args)]
 pub struct PlanArgs {
@@ -138,10 +140,10 @@ pub fn plan_command(modules: &ModuleArgs, args: PlanArgs) -> Result<ExitCode, Pl
     let against = args.against.as_deref().map(|text| VersionSource::parse("--against", text)).transpose()?;
     let now = match &args.now {
         Some(text) => render::check_now(text)?,
-        None => render::now(),
+        None => crate::planning::step::now(),
     };
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(PlanError::Runtime)?;
-    let engine = cli::engine().map_err(|e| PlanError::Engine(format!("{e:#}")))?;
+    let engine = cli::loading::engine().map_err(|e| PlanError::Engine(format!("{e:#}")))?;
     let registry = args.registry.registry().map_err(|e| PlanError::Registry(format!("{e:#}")))?;
     let loader = Loader { engine: &engine, registry: &registry, allow_precompiled: modules.allow_precompiled };
     let plan = runtime.block_on(make_plan(&loader, &args, &new_source, against.as_ref(), &now))?;
@@ -153,7 +155,7 @@ pub fn plan_command(modules: &ModuleArgs, args: PlanArgs) -> Result<ExitCode, Pl
             text
         }
     };
-    cli::print_out(&text).map_err(|e| PlanError::Output(format!("{e:#}")))?;
+    cli::output::print_out(&text).map_err(|e| PlanError::Output(format!("{e:#}")))?;
     Ok(ExitCode::from(plan.exit_status()))
 }
 

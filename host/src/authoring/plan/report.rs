@@ -32,11 +32,11 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::modules::LogicModule;
 use crate::planning::compare::{Action, Failure, ObjectChange, ParentPlan};
 use crate::planning::fields;
 pub use crate::planning::summary::Summary;
 use crate::planning::summary::summary_line;
+use crate::runtime::logic_module::LogicModule;
 
 /// Exit statuses: no change, failures, changes.
 pub const EXIT_NO_CHANGE: u8 = 0;

@@ -1,5 +1,5 @@
 //! Where the two versions come from: a component file, or an OCI reference
-//! pinned by digest (pulled as a LogicModule's image is, `modules/oci.rs`);
+//! pinned by digest (pulled as a LogicModule's image is, `runtime/oci.rs`);
 //! the current version by default from the cluster: the version a
 //! LogicModule serves (`status.activeReference`).
 
@@ -9,9 +9,10 @@ use kube::Client;
 use kube::api::{Api, DynamicObject};
 use serde_json::Value;
 
-use crate::modules::oci::{OciError, Registry};
-use crate::modules::{LoadError, LogicModule, ModuleEngine, ModuleSource};
-use crate::operator::logic_modules;
+use crate::operator::swapping::logic_modules;
+use crate::runtime::engine::ModuleEngine;
+use crate::runtime::logic_module::{LoadError, LogicModule, ModuleSource};
+use crate::runtime::oci::{OciError, Registry};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {

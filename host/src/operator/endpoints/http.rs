@@ -20,10 +20,11 @@ use kube::Client;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
-use crate::operator::metrics::Metrics;
-use crate::operator::metrics_auth::{self, MetricsAuth, ReviewCache};
-use crate::operator::recording::{Records, export};
-use crate::operator::tls::{self, Certificates, TlsError};
+use crate::operator::endpoints::metrics::Metrics;
+use crate::operator::endpoints::metrics_auth::{self, MetricsAuth, ReviewCache};
+use crate::operator::endpoints::tls::{self, Certificates, TlsError};
+use crate::operator::recording::export;
+use crate::operator::recording::recorder::Records;
 
 /// /metrics over HTTPS for authenticated and authorized clients only
 /// (`--metrics-secure`, the default of the binaries).

@@ -14,8 +14,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-use crate::modules::LogicModule;
-use crate::modules::compiler::Tier;
+use crate::runtime::compiler::Tier;
+use crate::runtime::logic_module::LogicModule;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ResultLabels {
@@ -86,7 +86,7 @@ pub struct WatchLabels {
 /// A module answer the host refused: the module and why (`other_namespace`,
 /// `not_owned_kind`, `other_owner`, `too_many_objects`, `too_large`,
 /// `too_deep`, `invalid_utf8`, `duplicate`, `status_not_object`, `not_json`,
-/// ...: `modules::Refusal`).
+/// ...: `runtime::Refusal`).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RefusedLabels {
     pub module: String,
@@ -113,6 +113,7 @@ pub struct Metrics {
     pub writes: Family<WriteLabels, Counter>,
     pub conflicts_retried: Family<KindLabels, Counter>,
     pub module_call_duration: HistogramFamily<FunctionLabels>,
+    pub module_calls_in_flight: Family<NameLabels, Gauge>,
     pub module_failures: Family<FailureLabels, Counter>,
     pub module_info: Family<ModuleLabels, Gauge>,
     pub module_swaps: Family<SwapLabels, Counter>,
@@ -245,6 +246,12 @@ impl Default for Metrics {
             "Where a shadowed version's answer differed from the serving one's, per reconcile: by module, object kind and change (create, update, delete, unmanaged, status, fails)",
             module_shadow_differences.clone(),
         );
+        let module_calls_in_flight = Family::<NameLabels, Gauge>::default();
+        registry.register(
+            "module_calls_in_flight",
+            "Calls into a module running now, off the async workers (at most --module-call-concurrency), by module",
+            module_calls_in_flight.clone(),
+        );
         let recorded_reconciles = Family::<NameLabels, Gauge>::default();
         registry.register(
             "recorded_reconciles",
@@ -257,7 +264,6 @@ impl Default for Metrics {
             "Bytes the recorded reconciles are counted for (their JSON texts and a fixed overhead each; at most --record-budget), by module",
             recorded_reconcile_bytes.clone(),
         );
-        // Refused module answers (issue 22 item 2), kept in one block.
         let module_refused_answers = Family::<RefusedLabels, Counter>::default();
         registry.register(
             "module_refused_answers",
@@ -283,6 +289,7 @@ impl Default for Metrics {
             writes,
             conflicts_retried,
             module_call_duration,
+            module_calls_in_flight,
             module_failures,
             module_info,
             module_swaps,
@@ -323,7 +330,7 @@ impl Metrics {
 
     /// The OpenMetrics text exposition.
     pub fn encode(&self) -> String {
-        if let Some(heap) = crate::allocator::heap_use() {
+        if let Some(heap) = crate::memory::allocator::heap_use() {
             let set = |state, bytes: u64| self.heap_bytes.get_or_create(&HeapLabels { state }).set(bytes as i64);
             set("in_use", heap.in_use);
             set("free", heap.free);
@@ -433,6 +440,11 @@ impl ModuleMetrics {
     pub fn conflict_retried(&self, kind: &str) {
         let labels = KindLabels { module: self.module.clone(), kind: kind.to_owned() };
         self.metrics.conflicts_retried.get_or_create(&labels).inc();
+    }
+
+    /// A call into the module started (`+1`) or ended (`-1`).
+    pub fn module_call_running(&self, change: i64) {
+        self.metrics.module_calls_in_flight.get_or_create(&NameLabels { module: self.module.clone() }).inc_by(change);
     }
 
     pub fn module_called(&self, function: &'static str, took: Duration) {

@@ -7,7 +7,7 @@ use k8s_openapi::api::authorization::v1::{ResourceAttributes, SelfSubjectAccessR
 use kube::api::{Api, PostParams};
 use kube::{Client, ResourceExt};
 
-use crate::modules::{KindInfo, Manifest};
+use crate::runtime::bindings::{KindInfo, Manifest};
 
 /// One verb on one resource (or subresource) of a kind.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -16,7 +16,7 @@ pub use access::{AccessError, Permission, needed_permissions};
 use http::{HeaderValue, Request};
 use kube::Client;
 
-use crate::modules::Manifest;
+use crate::runtime::bindings::Manifest;
 
 /// Who a module's writes are made as.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::operator::references::ParentKey;
+use crate::operator::watching::references::ParentKey;
 
 const FIRST: Duration = Duration::from_secs(1);
 const MAX: Duration = Duration::from_secs(300);

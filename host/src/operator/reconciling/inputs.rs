@@ -1,31 +1,87 @@
-//! What a reconcile hands the module, gathered from the caches. Both the
-//! reconcile and a hot swap's plan (`swap_plan.rs`) use it.
+//! What a reconcile hands the module, gathered from the caches: the
+//! children a parent controls and the related objects it references. The
+//! reconcile (`reconcile.rs`) and a hot swap's plan (`swap_plan.rs`) use it.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use kube::Resource;
 
-use crate::modules::CallError;
-use crate::operator::cached_object::CachedObject;
-use crate::operator::caches::Availability;
-use crate::operator::references::Related;
-use crate::operator::serving::Serving;
-use crate::operator::{Calls, Context, ReconcileError};
+use crate::operator::context::{Calls, Context};
+use crate::operator::errors::ReconcileError;
+use crate::operator::swapping::serving::Serving;
+use crate::operator::watching::cached_object::CachedObject;
+use crate::operator::watching::caches::Availability;
+use crate::operator::watching::references::Related;
+use crate::planning::step::{self, Child, Parent};
+use crate::runtime::bindings::ObjectRef;
 
-/// What one reconcile hands the module: the related objects the parent
-/// references (and their keys, for the reference index) and the children it
-/// controls now, all from the caches.
+/// The children `namespace`/`uid` controls now, from the caches of the
+/// owned kinds the API server serves, in manifest order, as the module
+/// reads them.
+pub struct Children {
+    pub objects: Vec<(usize, Arc<CachedObject>)>,
+    pub json: Vec<String>,
+}
+
+impl Children {
+    pub fn of(serving: &Serving, namespace: &str, uid: &str) -> Self {
+        let objects: Vec<(usize, Arc<CachedObject>)> = serving
+            .owned
+            .iter()
+            .enumerate()
+            .filter(|(_, cache)| cache.availability() == Availability::Served)
+            .flat_map(|(index, cache)| {
+                cache.controlled_by(namespace, uid).into_iter().map(move |object| (index, object))
+            })
+            .collect();
+        let json = objects.iter().map(|(index, object)| object.module_json(&serving.owned[*index].kind)).collect();
+        Self { objects, json }
+    }
+
+    /// Which child each is, for the step.
+    pub fn keys(&self) -> Vec<Child<'_>> {
+        self.objects
+            .iter()
+            .map(|(kind_index, object)| Child {
+                kind_index: *kind_index,
+                name: object.meta().name.as_deref().unwrap_or_default(),
+            })
+            .collect()
+    }
+}
+
+/// The object `reference` names, from the cache of its kind, as the module
+/// reads it; its key goes to `keys` (the reference index) whether or not
+/// it exists. A kind the version does not read has no cache: nothing.
+pub fn related_from_caches(
+    serving: &Serving,
+    namespace: &str,
+    reference: &ObjectRef,
+    keys: &mut BTreeSet<Related>,
+) -> Option<String> {
+    let cache = serving
+        .reads
+        .iter()
+        .find(|c| c.kind.resource.group == reference.group && c.kind.resource.kind == reference.kind)?;
+    let related_namespace = reference.namespace.as_deref().unwrap_or(namespace);
+    keys.insert(Related {
+        kind: reference.kind.clone(),
+        namespace: related_namespace.to_owned(),
+        name: reference.name.clone(),
+    });
+    cache.get(related_namespace, &reference.name).map(|object| object.module_json(&cache.kind))
+}
+
+/// What one reconcile would hand the module, for a dry run: the related
+/// objects the parent references, and the children it controls now.
 pub struct Inputs {
-    pub related_keys: BTreeSet<Related>,
     pub related: Vec<String>,
-    pub current: Vec<(usize, Arc<CachedObject>)>,
     pub current_json: Vec<String>,
 }
 
 /// Gathers [`Inputs`] for `parent` from the caches of `serving`, asking its
-/// module which objects it references. Changes nothing: a dry run uses it
-/// too.
+/// module which objects it references. Changes nothing.
 pub fn inputs(
     ctx: &Context,
     calls: Calls,
@@ -33,45 +89,15 @@ pub fn inputs(
     parent: &CachedObject,
     parent_json: &str,
 ) -> Result<Inputs, ReconcileError> {
-    let module = &serving.module;
     let namespace = parent.meta().namespace.as_deref().unwrap_or_default();
     let uid = parent.meta().uid.as_deref().unwrap_or_default();
     let name = parent.meta().name.as_deref().unwrap_or_default();
-    let references = match ctx.call_as(calls, module, (namespace, name), "references", |m| m.references(parent_json)) {
-        Ok(references) => references,
-        // An invalid parent: desired reports it with every path.
-        Err(CallError::Logic(_)) => Vec::new(),
-        Err(source) => return Err(ReconcileError::Module { function: "references", source }),
-    };
-    let mut related_keys = BTreeSet::new();
-    let mut related = Vec::new();
-    for reference in &references {
-        let Some(cache) = serving
-            .reads
-            .iter()
-            .find(|c| c.kind.resource.group == reference.group && c.kind.resource.kind == reference.kind)
-        else {
-            continue;
-        };
-        let related_namespace = reference.namespace.as_deref().unwrap_or(namespace);
-        related_keys.insert(Related {
-            kind: reference.kind.clone(),
-            namespace: related_namespace.to_owned(),
-            name: reference.name.clone(),
-        });
-        if let Some(object) = cache.get(related_namespace, &reference.name) {
-            related.push(object.module_json(&cache.kind));
-        }
-    }
-    // The children it controls now, from the caches, in manifest order.
-    let current: Vec<(usize, Arc<CachedObject>)> = serving
-        .owned
+    let module_calls = ctx.calls(calls, &serving.module, (namespace, name));
+    let references = step::references(&module_calls, Parent { json: parent_json, namespace, uid })?;
+    let mut keys = BTreeSet::new();
+    let related = references
         .iter()
-        .enumerate()
-        .filter(|(_, cache)| cache.availability() == Availability::Served)
-        .flat_map(|(index, cache)| cache.controlled_by(namespace, uid).into_iter().map(move |object| (index, object)))
+        .filter_map(|reference| related_from_caches(serving, namespace, reference, &mut keys))
         .collect();
-    let current_json: Vec<String> =
-        current.iter().map(|(index, object)| object.module_json(&serving.owned[*index].kind)).collect();
-    Ok(Inputs { related_keys, related, current, current_json })
+    Ok(Inputs { related, current_json: Children::of(serving, namespace, uid).json })
 }

@@ -1,7 +1,7 @@
-//! Reconciling: one reconcile of one parent, the inputs a module is given,
-//! the checks on what it answers, and the per-parent retry delays.
+//! Reconciling: one reconcile of one parent performed (the plan of
+//! `planning/step.rs`, then its writes), the inputs gathered from the
+//! caches, and the per-parent retry delays.
 
 pub(super) mod backoff;
-pub mod desired;
 pub(super) mod inputs;
 pub(super) mod reconcile;

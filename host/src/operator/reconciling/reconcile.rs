@@ -1,8 +1,9 @@
-//! One reconcile of one parent: related objects and current children from
-//! the caches, every desired child from the module in one call, checked,
-//! then CreateOrUpdate per desired object, deletion of the children the
-//! module no longer wants, events, and the status. One module version
-//! serves the whole reconcile.
+//! One reconcile of one parent, performed: the current children and the
+//! related objects from the caches, the plan of the module's calls
+//! (`planning/step.rs`), then its writes (CreateOrUpdate per desired object
+//! that differs, the deletion of the children the module no longer wants),
+//! events, and the status the module answers from the objects as written.
+//! One module version serves the whole reconcile.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -11,17 +12,22 @@ use std::time::Instant;
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 
-use crate::modules::CallError;
-use crate::operator::cached_object::CachedObject;
-use crate::operator::caches::Availability;
-use crate::operator::create_or_update::{Outcome, create_or_update};
-use crate::operator::delete_unwanted::delete_unwanted;
-use crate::operator::desired::{self, Owner};
-use crate::operator::inputs::{Inputs, inputs};
-use crate::operator::recording::Reconciled;
-use crate::operator::serving::Serving;
-use crate::operator::status::{write_stalled, write_status};
-use crate::operator::{Calls, Context, ParentView, ReconcileError, hot_swap, shadow};
+use k8s_openapi::api::core::v1::ObjectReference;
+use serde_json::Value;
+
+use crate::operator::context::{Calls, Context, ModuleCalls, ParentView};
+use crate::operator::errors::ReconcileError;
+use crate::operator::reconciling::inputs::{Children, related_from_caches};
+use crate::operator::recording::recorder::Reconciled;
+use crate::operator::swapping::serving::Serving;
+use crate::operator::swapping::{hot_swap, shadow_run};
+use crate::operator::watching::cached_object::CachedObject;
+use crate::operator::watching::caches::Availability;
+use crate::operator::writing::create_or_update::{Outcome, create_or_update, unchanged};
+use crate::operator::writing::delete_unwanted::delete_unwanted;
+use crate::operator::writing::status::{write_stalled, write_status};
+use crate::planning::step::{self, Answer, Desire, Inputs, Parent, PlannedObject, StatusAnswer, StepError, Write};
+use crate::runtime::call_error::LogicError;
 
 pub async fn reconcile(parent: Arc<CachedObject>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
     let started = Instant::now();
@@ -43,7 +49,7 @@ pub async fn reconcile(parent: Arc<CachedObject>, ctx: Arc<Context>) -> Result<A
     }
     if let Some(shadow) = ctx.swap.shadow() {
         // Beside the reconcile, on the same inputs; writes nothing.
-        shadow::compare(&ctx, &serving, &shadow, &parent);
+        shadow_run::compare(&ctx, &serving, &shadow, &parent);
     }
     let key = (parent.namespace().unwrap_or_default(), parent.name_any());
     let failure = result.as_ref().err().filter(|e| e.counts_against_the_module()).map(ToString::to_string);
@@ -105,9 +111,35 @@ async fn reconcile_parent(parent: &CachedObject, ctx: &Context, serving: &Servin
     }
     let parent_json = parent.module_json(&ctx.parent_kind);
     let regarding = parent.object_ref(&ctx.parent_kind.resource);
+    let calls = ctx.calls(Calls::Recorded, module, (namespace, name));
 
-    let Inputs { related_keys, related, current, current_json } =
-        inputs(ctx, Calls::Recorded, serving, parent, &parent_json)?;
+    // The plan: the module's calls and their checks (`planning/step.rs`).
+    let children = Children::of(serving, namespace, uid);
+    let keys = children.keys();
+    let inputs = Inputs {
+        parent: Parent { json: &parent_json, namespace, uid },
+        owned_kinds: &serving.owned_kinds,
+        owned: &children.json,
+        children: &keys,
+        keep_answer: ctx.recorder.enabled(),
+    };
+    let mut related_keys = BTreeSet::new();
+    let planned =
+        step::plan(&calls, &inputs, |reference| related_from_caches(serving, namespace, reference, &mut related_keys));
+    let plan = match planned {
+        Ok(plan) => plan,
+        // `references` failed: the index keeps what it knew.
+        Err(StepError::Module { function: "references", source }) => {
+            return Err(ReconcileError::Module { function: "references", source });
+        }
+        Err(error) => {
+            ctx.references.set(parent_key, related_keys);
+            if let StepError::Refused(_) = error {
+                ctx.metrics.module_failed("ModuleInvalidOutput");
+            }
+            return Err(error.into());
+        }
+    };
     ctx.references.set(parent_key, related_keys);
     let view = ParentView {
         serving,
@@ -117,76 +149,99 @@ async fn reconcile_parent(parent: &CachedObject, ctx: &Context, serving: &Servin
         namespace,
         name,
         uid,
-        owned: &current_json,
-        related: &related,
+        owned: &children.json,
+        related: &plan.related,
     };
-
-    let answer = match ctx
-        .call(module, (namespace, name), "desired", |m| m.desired(&parent_json, &current_json, &related))
-    {
-        Ok(answer) => answer,
-        Err(CallError::Logic(error)) => {
-            // Bad input changes nothing and deletes nothing: report it.
-            tracing::warn!(module = ctx.module_name, namespace, name, error = %error, "the spec is invalid; nothing changed");
-            // The contract's `status` hears why (its `problem`), as for a
-            // refused write.
-            let problem = error.to_string();
-            let mut answered = None;
-            let written = write_status(ctx, &view, &current_json, Some(&problem), &mut answered).await;
-            if let Some(status) = &answered {
-                let desired = Err(&error);
-                ctx.recorder.record(&recorded(&view, desired, None, Some(&problem), status));
-            }
-            if written? {
-                ctx.events.warning(&regarding, "InvalidSpec", error.to_string()).await;
-            }
-            return Ok(Verdict::Invalid);
+    match plan.answer {
+        Answer::Invalid(error) => {
+            invalid_spec(ctx, &calls, &view, &regarding, &error).await?;
+            Ok(Verdict::Invalid)
         }
-        Err(source) => return Err(ReconcileError::Module { function: "desired", source }),
-    };
-    let owner = Owner { namespace, uid };
-    // What it answered, for the record (a copy only when recording).
-    let answered_desired = ctx.recorder.enabled().then(|| answer.clone());
-    // Checked, then held as text while the writes wait on the API server:
-    // a tree of every desired object is several times its JSON.
-    let desired: Vec<(usize, String, String)> = match desired::check(&serving.owned_kinds, &owner, answer) {
-        Ok(desired) => desired.into_iter().map(|o| (o.kind_index, o.name, o.value.to_string())).collect(),
-        Err(refused) => {
-            ctx.metrics.module_failed("ModuleInvalidOutput");
-            return Err(ReconcileError::InvalidOutput(refused));
+        Answer::Writes { objects, deletes } => {
+            let answered = plan.answered.as_deref();
+            apply(ctx, &calls, &view, &regarding, &children, objects, deletes, answered).await?;
+            Ok(Verdict::Applied)
         }
-    };
+    }
+}
 
+/// Bad input changes nothing and deletes nothing: the status says why.
+async fn invalid_spec(
+    ctx: &Context,
+    calls: &ModuleCalls<'_>,
+    view: &ParentView<'_>,
+    regarding: &ObjectReference,
+    error: &LogicError,
+) -> Result<(), ReconcileError> {
+    let (namespace, name) = (view.namespace, view.name);
+    tracing::warn!(module = ctx.module_name, namespace, name, error = %error, "the spec is invalid; nothing changed");
+    // The contract's `status` hears why (its `problem`), as for a refused
+    // write.
+    let problem = error.to_string();
+    let parent = Parent { json: view.json, namespace, uid: view.uid };
+    let status = step::status(calls, parent, view.owned, view.related, step::now(), Some(&problem))?;
+    ctx.recorder.record(&recorded(view, Err(error), None, Some(&problem), &status));
+    if write_status(ctx, view, &status).await? {
+        ctx.events.warning(regarding, "InvalidSpec", error.to_string()).await;
+    }
+    Ok(())
+}
+
+/// Performs the plan's writes, in the module's order, then the deletions,
+/// then the status from the objects as written. A failed write stops the
+/// writes after it (the status still sees every object).
+#[allow(clippy::too_many_arguments)]
+async fn apply(
+    ctx: &Context,
+    calls: &ModuleCalls<'_>,
+    view: &ParentView<'_>,
+    regarding: &ObjectReference,
+    children: &Children,
+    objects: Vec<PlannedObject>,
+    deletes: Vec<usize>,
+    answered: Option<&[String]>,
+) -> Result<(), ReconcileError> {
+    let serving = view.serving;
+    // Held as text while the writes wait on the API server: a tree of
+    // every desired object is several times its JSON.
+    let objects: Vec<(usize, String, Option<usize>, Option<String>)> = objects
+        .into_iter()
+        .map(|o| (o.kind_index, o.name, o.current, (o.write != Write::Unchanged).then(|| o.value.to_string())))
+        .collect();
     let mut owned_now = Vec::new();
     let mut failure = None;
     let mut not_served = BTreeSet::new();
-    let mut wanted = BTreeSet::new();
-    for (kind_index, child, text) in desired {
+    for (kind_index, child, current, text) in objects {
         let cache = &serving.owned[kind_index];
         let kind = cache.kind.name();
-        wanted.insert((kind_index, child.clone()));
-        let existing = current.iter().find(|(i, o)| *i == kind_index && o.name_any() == child).map(|(_, o)| o.clone());
+        let current_json = current.map(|index| children.json[index].clone());
         if failure.is_some() {
             // Stopped at an earlier failure; the status still sees the rest.
-            owned_now.extend(existing.map(|o| o.module_json(&cache.kind)));
+            owned_now.extend(current_json);
             continue;
         }
         if cache.availability() != Availability::Served {
             not_served.insert(format!("{kind} ({})", cache.kind.resource.api_version));
             continue;
         }
+        let Some(text) = text else {
+            let json = current_json.unwrap_or_default();
+            owned_now.push(unchanged(ctx, &cache.kind, &child, json).json);
+            continue;
+        };
         // Text this process wrote from a JSON object parses back.
         let value = serde_json::from_str(&text).unwrap_or_default();
-        match create_or_update(ctx, cache, &view, existing, value).await {
+        let again = |fresh: Option<&str>| ask_again(calls, view, kind_index, &child, fresh);
+        match create_or_update(ctx, cache, view, current_json, value, &again).await {
             Ok(applied) => {
                 match (applied.outcome, applied.written) {
                     (Outcome::Created, Some(reference)) => {
                         let note = format!("Created {kind} {child}");
-                        ctx.events.child_changed(&regarding, reference, "Created", "Create", note).await;
+                        ctx.events.child_changed(regarding, reference, "Created", "Create", note).await;
                     }
                     (Outcome::Updated, Some(reference)) => {
                         let note = format!("Updated {kind} {child}");
-                        ctx.events.child_changed(&regarding, reference, "Updated", "Update", note).await;
+                        ctx.events.child_changed(regarding, reference, "Updated", "Update", note).await;
                     }
                     _ => {}
                 }
@@ -198,24 +253,22 @@ async fn reconcile_parent(parent: &CachedObject, ctx: &Context, serving: &Servin
 
     // What it controls and the module no longer wants goes; but not after a
     // failure, and the status still sees it.
-    for (kind_index, object) in &current {
+    for index in deletes {
+        let (kind_index, object) = &children.objects[index];
         let cache = &serving.owned[*kind_index];
-        if wanted.contains(&(*kind_index, object.name_any())) {
-            continue;
-        }
         if failure.is_some() {
-            owned_now.push(object.module_json(&cache.kind));
+            owned_now.push(children.json[index].clone());
             continue;
         }
-        match delete_unwanted(ctx, cache, &view, object).await {
+        match delete_unwanted(ctx, cache, view, object).await {
             Ok(true) => {
                 let note = format!("Deleted {} {}", cache.kind.name(), object.name_any());
                 let reference = object.object_ref(&cache.kind.resource);
-                ctx.events.child_changed(&regarding, reference, "Deleted", "Delete", note).await;
+                ctx.events.child_changed(regarding, reference, "Deleted", "Delete", note).await;
             }
             Ok(false) => {}
             Err(error) => {
-                owned_now.push(object.module_json(&cache.kind));
+                owned_now.push(children.json[index].clone());
                 failure = Some(error);
             }
         }
@@ -225,6 +278,7 @@ async fn reconcile_parent(parent: &CachedObject, ctx: &Context, serving: &Servin
         (Some(error), _) => Some(error.to_string()),
         (None, false) => {
             let kinds = not_served.into_iter().collect::<Vec<_>>().join(", ");
+            let (namespace, name) = (view.namespace, view.name);
             tracing::warn!(
                 module = ctx.module_name,
                 namespace,
@@ -236,29 +290,77 @@ async fn reconcile_parent(parent: &CachedObject, ctx: &Context, serving: &Servin
         }
         (None, true) => None,
     };
-    let mut answered = None;
-    let status_changed = write_status(ctx, &view, &owned_now, problem.as_deref(), &mut answered).await;
-    if let (Some(desired), Some(status)) = (&answered_desired, &answered) {
-        let reconciled = recorded(&view, Ok(desired), Some(&owned_now), problem.as_deref(), status);
-        ctx.recorder.record(&reconciled);
-    }
+    let parent = Parent { json: view.json, namespace: view.namespace, uid: view.uid };
+    let written = match step::status(calls, parent, &owned_now, view.related, step::now(), problem.as_deref()) {
+        Ok(status) => {
+            if let Some(desired) = answered {
+                ctx.recorder.record(&recorded(view, Ok(desired), Some(&owned_now), problem.as_deref(), &status));
+            }
+            write_status(ctx, view, &status).await
+        }
+        Err(error) => Err(error.into()),
+    };
     if let Some(error) = failure {
-        ctx.events.warning(&regarding, "ReconcileFailed", error.to_string()).await;
+        ctx.events.warning(regarding, "ReconcileFailed", error.to_string()).await;
         return Err(error);
     }
-    if status_changed? && let Some(problem) = problem {
-        ctx.events.warning(&regarding, "KindNotServed", problem).await;
+    if written? && let Some(problem) = problem {
+        ctx.events.warning(regarding, "KindNotServed", problem).await;
     }
-    Ok(Verdict::Applied)
+    Ok(())
+}
+
+/// After a conflict: the module's answer for this one object again, by the
+/// same step, given the object as the API server has it now in place of
+/// the one it read (or without it, if it is gone).
+fn ask_again(
+    calls: &ModuleCalls<'_>,
+    view: &ParentView<'_>,
+    kind_index: usize,
+    name: &str,
+    fresh: Option<&str>,
+) -> Result<Value, ReconcileError> {
+    let serving = view.serving;
+    let kind = serving.owned_kinds[kind_index].name();
+    let same = |text: &String| {
+        serde_json::from_str::<Value>(text).is_ok_and(|v| {
+            v.get("kind").and_then(Value::as_str) == Some(kind)
+                && v.pointer("/metadata/name").and_then(Value::as_str) == Some(name)
+        })
+    };
+    let mut owned: Vec<String> = view.owned.iter().filter(|text| !same(text)).cloned().collect();
+    owned.extend(fresh.map(str::to_owned));
+    let inputs = Inputs {
+        parent: Parent { json: view.json, namespace: view.namespace, uid: view.uid },
+        owned_kinds: &serving.owned_kinds,
+        owned: &owned,
+        children: &[],
+        keep_answer: false,
+    };
+    match step::desire(calls, &inputs, view.related)? {
+        Desire::Wanted(objects) => objects
+            .into_iter()
+            .find(|o| o.kind_index == kind_index && o.name == name)
+            .map(|o| o.value)
+            .ok_or_else(|| ReconcileError::Vanished { kind: kind.to_owned(), name: name.to_owned() }),
+        // The module refuses the object as it is now (e.g. it has another
+        // controller): say which object.
+        Desire::Invalid(source) => Err(ReconcileError::Refused {
+            kind: kind.to_owned(),
+            namespace: view.namespace.to_owned(),
+            name: name.to_owned(),
+            source,
+        }),
+    }
 }
 
 /// The reconcile as its record takes it (`recording/`).
 fn recorded<'a>(
     view: &ParentView<'a>,
-    desired: Result<&'a [String], &'a crate::modules::LogicError>,
+    desired: Result<&'a [String], &'a LogicError>,
     status_owned: Option<&'a [String]>,
     problem: Option<&'a str>,
-    status: &'a crate::operator::status::StatusAnswer,
+    status: &'a StatusAnswer,
 ) -> Reconciled<'a> {
     Reconciled {
         version: &view.module.manifest().version,

@@ -15,11 +15,11 @@ use std::path::PathBuf;
 use serde_json::{Map, Value, json};
 
 use super::recorder::{Answer, Record};
-use crate::modules::LogicModule;
-use crate::operator::desired::{self, Owner};
-use crate::operator::kinds::{KindError, Kinds};
+use crate::planning::answer_check::{self, Owner};
 use crate::planning::case::{self as cases, Case, CaseFile, Expect};
-use crate::planning::offline::{self, Given, Outcome, ReconcileError};
+use crate::planning::kinds::{KindError, Kinds};
+use crate::planning::offline::{self, Given, Outcome, OutcomeError};
+use crate::runtime::logic_module::LogicModule;
 
 /// At most this many differing fields are named per record.
 const MAX_DIFFERING_PATHS: usize = 20;
@@ -102,7 +102,7 @@ fn live_expect(record: &Record, kinds: &Kinds, parent: &Value) -> Expect {
         Answer::Desired(texts) => {
             let str_at = |pointer| parent.pointer(pointer).and_then(Value::as_str).unwrap_or_default();
             let owner = Owner { namespace: str_at("/metadata/namespace"), uid: str_at("/metadata/uid") };
-            let desired = match desired::check(&kinds.owned, &owner, texts.clone()) {
+            let desired = match answer_check::check(&kinds.owned, &owner, texts.clone()) {
                 Ok(checked) => checked.into_iter().map(|object| object.value).collect(),
                 // Another version's kinds: as answered.
                 Err(_) => texts.iter().map(|t| parse(t)).collect(),
@@ -110,7 +110,7 @@ fn live_expect(record: &Record, kinds: &Kinds, parent: &Value) -> Expect {
             Outcome { desired, status, ..Outcome::default() }
         }
         Answer::Invalid(error) => {
-            Outcome { error: Some(ReconcileError::Spec(error.clone())), status, ..Outcome::default() }
+            Outcome { error: Some(OutcomeError::Spec(error.clone())), status, ..Outcome::default() }
         }
     };
     cases::actual(&Expect::default(), &outcome)

@@ -7,7 +7,3 @@
 pub mod export;
 pub mod recorder;
 pub mod redact;
-
-/// What `status` was told and answered, as a record takes it.
-pub use crate::operator::status::StatusAnswer;
-pub use recorder::{Reconciled, Recorder, Records};

@@ -13,9 +13,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use prometheus_client::metrics::gauge::Gauge;
 
 use super::redact::redact_all;
-use crate::modules::{LogicError, LogicModule, ModuleSlot};
-use crate::operator::metrics::{Metrics, NameLabels};
-use crate::operator::status::StatusAnswer;
+use crate::operator::endpoints::metrics::{Metrics, NameLabels};
+use crate::planning::step::StatusAnswer;
+use crate::runtime::call_error::LogicError;
+use crate::runtime::logic_module::LogicModule;
+use crate::runtime::slot::ModuleSlot;
 
 /// What a record costs beyond its texts: the record itself, its vectors'
 /// and strings' headers and its place in the store's maps.
@@ -366,7 +368,11 @@ mod tests {
             parent: json!({"metadata": {"name": name, "namespace": "ns"}, "spec": {"message": message}}).to_string(),
             related: vec![secret.to_string()],
             desired: vec![json!({"kind": "ConfigMap", "data": {"message": message}}).to_string()],
-            status: StatusAnswer { now: "2026-01-01T00:00:00Z".into(), text: json!({"phase": message}).to_string() },
+            status: StatusAnswer {
+                now: "2026-01-01T00:00:00Z".into(),
+                text: json!({"phase": message}).to_string(),
+                value: json!({"phase": message}),
+            },
         }
     }
 

@@ -9,4 +9,6 @@ pub mod logic_modules;
 pub mod rollout;
 pub mod serving;
 pub mod shadow;
+pub mod shadow_run;
 pub mod swap_plan;
+pub mod swap_state;

@@ -1,5 +1,5 @@
 //! How a verified version goes live, as a LogicModule's `spec.rollout`
-//! asks: the gates that hold it until someone approves its digest (a plan
+//! asks, from its plan (`SwapPlan`, computed by `swap_plan.rs`): the gates that hold it until someone approves its digest (a plan
 //! that changes too many parents or deletes too many objects, or manual
 //! approval for every version), and the canary, the parents it serves
 //! alone for its watch window before it serves them all. A module file's
@@ -8,10 +8,42 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::core::{Selector, SelectorExt};
 use kube::{Resource, ResourceExt};
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::swap_plan::SwapPlan;
-use crate::operator::cached_object::CachedObject;
+use crate::operator::watching::cached_object::CachedObject;
+use crate::planning::summary::Summary;
+
+/// How many changed parents the plan names (the summary counts them all):
+/// a LogicModule's status stays small at any number of parents.
+pub const PARENTS_NAMED: usize = 20;
+
+/// A swap's plan, as the LogicModule's status and events carry it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SwapPlan {
+    /// The version planned (its digest) and the one it was planned against.
+    pub digest: String,
+    pub against: String,
+    #[serde(flatten)]
+    pub summary: Summary,
+    /// The first [`PARENTS_NAMED`] parents it changes, `namespace/name`.
+    pub changed_parents: Vec<String>,
+    /// When it was planned (the `now` both versions' `status` was told).
+    pub planned_at: String,
+    /// Parents the serving version reconciles and this one fails on, with
+    /// why (`namespace/name: ...`); the plan stops counting past the
+    /// failures a dry run allows.
+    #[serde(skip)]
+    pub regressions: Vec<String>,
+}
+
+impl SwapPlan {
+    /// One line for an event or a condition: `9 parents (Greeting): ...`.
+    pub fn line(&self, parent_kind: &str) -> String {
+        self.summary.line(parent_kind)
+    }
+}
 
 /// The rollout a version is offered with.
 #[derive(Clone, Debug, Default)]

@@ -10,9 +10,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::modules::LogicModule;
-use crate::operator::caches::{Availability, Cache, CacheEvents, Caches};
-use crate::operator::kinds::{Kind, KindError, Kinds};
+use crate::operator::watching::caches::{Availability, Cache, CacheEvents, Caches};
+use crate::planning::kinds::{Kind, KindError, Kinds};
+use crate::runtime::logic_module::LogicModule;
 
 pub struct Serving {
     pub module: Arc<LogicModule>,

@@ -11,48 +11,16 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use kube::Resource;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::operator::cached_object::CachedObject;
-use crate::operator::inputs::inputs;
-use crate::operator::kinds::{KindError, Kinds};
-use crate::operator::serving::Serving;
-use crate::operator::{Calls, Context};
+use crate::operator::context::{Calls, Context};
+use crate::operator::reconciling::inputs::inputs;
+use crate::operator::swapping::rollout::{PARENTS_NAMED, SwapPlan};
+use crate::operator::swapping::serving::Serving;
+use crate::operator::watching::cached_object::CachedObject;
 use crate::planning::compare::{self, ParentPlan, Side};
+use crate::planning::kinds::{KindError, Kinds};
 use crate::planning::offline::{self, Given};
-use crate::planning::summary::Summary;
-
-/// How many changed parents the plan names (the summary counts them all):
-/// a LogicModule's status stays small at any number of parents.
-pub const PARENTS_NAMED: usize = 20;
-
-/// A swap's plan, as the LogicModule's status and events carry it.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct SwapPlan {
-    /// The version planned (its digest) and the one it was planned against.
-    pub digest: String,
-    pub against: String,
-    #[serde(flatten)]
-    pub summary: Summary,
-    /// The first [`PARENTS_NAMED`] parents it changes, `namespace/name`.
-    pub changed_parents: Vec<String>,
-    /// When it was planned (the `now` both versions' `status` was told).
-    pub planned_at: String,
-    /// Parents the serving version reconciles and this one fails on, with
-    /// why (`namespace/name: ...`); the plan stops counting past the
-    /// failures a dry run allows.
-    #[serde(skip)]
-    pub regressions: Vec<String>,
-}
-
-impl SwapPlan {
-    /// One line for an event or a condition: `9 parents (Greeting): ...`.
-    pub fn line(&self, parent_kind: &str) -> String {
-        self.summary.line(parent_kind)
-    }
-}
 
 /// Every cached parent (not being deleted) through `active` and
 /// `candidate`; stops once more than `failures_allowed` parents regress.

@@ -21,7 +21,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::operator::kinds::Kind;
+use crate::planning::kinds::Kind;
 
 /// Objects packed through the scratch buffer: every kind's typical object.
 const SCRATCH_MAX_BYTES: usize = 64 << 10;
@@ -307,7 +307,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::modules::KindInfo;
+    use crate::runtime::bindings::KindInfo;
 
     fn deployments() -> Kind {
         let info = KindInfo {

@@ -22,10 +22,10 @@ use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::operator::cached_object::CachedObject;
-use crate::operator::kinds::{Kind, KindKey};
-use crate::operator::metrics::Metrics;
+use crate::operator::endpoints::metrics::Metrics;
+use crate::operator::watching::cached_object::CachedObject;
 use crate::operator::watching::objects::{Objects, key_of};
+use crate::planning::kinds::{Kind, KindKey};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Availability {

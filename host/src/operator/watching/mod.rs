@@ -5,7 +5,6 @@
 
 pub mod cached_object;
 pub mod caches;
-pub mod kinds;
 pub mod objects;
 pub(super) mod own_writes;
 pub mod references;

@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use kube::ResourceExt;
 
-use crate::operator::cached_object::CachedObject;
+use crate::operator::watching::cached_object::CachedObject;
 
 /// namespace, name
 pub type ObjectKey = (String, String);

@@ -10,13 +10,13 @@ use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
 use tokio::sync::mpsc;
 
-use crate::operator::cached_object::CachedObject;
-use crate::operator::caches::CacheEvents;
-use crate::operator::hot_swap::SwapState;
-use crate::operator::kinds::Kind;
-use crate::operator::own_writes::OwnWrites;
-use crate::operator::references::{ReferenceIndex, Related};
-use crate::operator::serving::Serving;
+use crate::operator::swapping::serving::Serving;
+use crate::operator::swapping::swap_state::SwapState;
+use crate::operator::watching::cached_object::CachedObject;
+use crate::operator::watching::caches::CacheEvents;
+use crate::operator::watching::own_writes::OwnWrites;
+use crate::operator::watching::references::{ReferenceIndex, Related};
+use crate::planning::kinds::Kind;
 
 /// Maps one module's cache changes to the parents to reconcile, as the
 /// version serving now uses each kind.

@@ -8,7 +8,7 @@ use std::task::{Context, Poll};
 use http::{Method, Request};
 use tower::{Layer, Service};
 
-use crate::operator::metrics::Metrics;
+use crate::operator::endpoints::metrics::Metrics;
 
 #[derive(Clone)]
 pub struct CountRequestsLayer {

@@ -1,13 +1,12 @@
-//! CreateOrUpdate, the seeds' `reconcileResource`: the desired object comes
-//! from the module given the current one; equal means no API call at all;
-//! otherwise create, or update with the resourceVersion the module kept.
-//! A 409 (a stale resourceVersion, or an object created meanwhile) re-reads
-//! the object from the API server, asks the module again with it and
-//! retries, at most `MAX_ATTEMPTS` times. An object that exists but is not
-//! the parent's yet (an orphan to adopt, or another's) reaches the module
-//! this way, and the module decides.
-
-use std::sync::Arc;
+//! CreateOrUpdate, the seeds' `reconcileResource`, for an object the
+//! reconcile's plan (`planning/step.rs`) found to create or to update:
+//! create it, or update it with the resourceVersion the module kept. A 409
+//! (a stale resourceVersion, or an object created meanwhile) re-reads the
+//! object from the API server, asks again (the caller runs the same step
+//! with the object as it is now) and retries, at most `MAX_ATTEMPTS`
+//! times; equal to the object now means no further request. An object that
+//! exists but is not the parent's yet (an orphan to adopt, or another's)
+//! reaches the module this way, and the module decides.
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -17,12 +16,13 @@ use kube::core::Request;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::modules::{CallError, Refusal, RefusedAnswer};
-use crate::operator::cached_object::CachedObject;
-use crate::operator::caches::Cache;
-use crate::operator::compare::same_ignoring_nulls;
-use crate::operator::desired::{self, Owner};
-use crate::operator::{Context, ParentView, ReconcileError};
+use crate::operator::context::{Context, ParentView};
+use crate::operator::errors::ReconcileError;
+use crate::operator::watching::cached_object::CachedObject;
+use crate::operator::watching::caches::Cache;
+use crate::planning::kinds::Kind;
+use crate::planning::step::is_unchanged;
+use crate::runtime::answer::{Refusal, RefusedAnswer};
 
 pub const MAX_ATTEMPTS: u32 = 5;
 
@@ -51,21 +51,30 @@ pub struct Applied {
     pub written: Option<ObjectReference>,
 }
 
+/// The module's answer for one object again, given the object as the API
+/// server has it now (`None`: it does not exist).
+pub type AskAgain<'a> = dyn Fn(Option<&str>) -> Result<Value, ReconcileError> + Send + Sync + 'a;
+
+/// Creates `desired`, or updates `current` (the object as the module read
+/// it) to it.
 pub async fn create_or_update(
     ctx: &Context,
     cache: &Cache,
     parent: &ParentView<'_>,
-    current: Option<Arc<CachedObject>>,
+    current: Option<String>,
     desired: Value,
+    ask_again: &AskAgain<'_>,
 ) -> Result<Applied, ReconcileError> {
     let kind = &cache.kind;
     let api = kind.api(&ctx.identity.client, parent.namespace);
     let params = PostParams { field_manager: Some(ctx.field_manager.clone()), ..PostParams::default() };
-    // The current object as the module read it. Parsed only to compare:
-    // a reconcile in flight holds text, not trees, while it waits on the
-    // API server (64 in flight during a Secret rotation).
-    let mut current: Option<String> = current.map(|cached| cached.module_json(kind));
+    // The current object as the module read it, as text: a reconcile in
+    // flight holds text, not trees, while it waits on the API server (64 in
+    // flight during a Secret rotation). The plan compared it already; after
+    // a conflict the object re-read is compared again.
+    let mut current = current;
     let mut desired = desired;
+    let mut compare = false;
     let name = desired.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_owned();
     let api_error = |verb, source| ReconcileError::Api {
         verb,
@@ -75,19 +84,11 @@ pub async fn create_or_update(
         source: Box::new(source),
     };
     for attempt in 1..=MAX_ATTEMPTS {
-        if let Some(current_json) = &current
-            && serde_json::from_str::<Value>(current_json).is_ok_and(|current| same_ignoring_nulls(&current, &desired))
+        if compare
+            && let Some(current_json) = &current
+            && is_unchanged(current_json, &desired)
         {
-            tracing::debug!(
-                module = ctx.module_name,
-                kind = kind.name(),
-                name,
-                operation = "unchanged",
-                "{} reconciled",
-                kind.name()
-            );
-            ctx.metrics.wrote(kind.name(), Outcome::Unchanged.as_str());
-            return Ok(Applied { outcome: Outcome::Unchanged, json: current_json.clone(), written: None });
+            return Ok(unchanged(ctx, kind, &name, current_json.clone()));
         }
         // The body as kube's `Api::replace` would send it; the tree goes
         // before the request waits.
@@ -136,7 +137,8 @@ pub async fn create_or_update(
                 }
                 let fresh = api.get_opt(&name).await.map_err(|source| api_error("get", source))?;
                 current = fresh.map(|object| kind.to_json(&object));
-                desired = ask_again(ctx, cache, parent, &name, current.as_deref())?;
+                desired = ask_again(current.as_deref())?;
+                compare = true;
             }
             Err(source) => {
                 ctx.metrics.wrote(kind.name(), "failed");
@@ -151,6 +153,21 @@ pub async fn create_or_update(
         name,
         attempts: MAX_ATTEMPTS,
     })
+}
+
+/// An object the module wants as it is: no request. Counted and logged as
+/// every write is.
+pub fn unchanged(ctx: &Context, kind: &Kind, name: &str, json: String) -> Applied {
+    tracing::debug!(
+        module = ctx.module_name,
+        kind = kind.name(),
+        name,
+        operation = "unchanged",
+        "{} reconciled",
+        kind.name()
+    );
+    ctx.metrics.wrote(kind.name(), Outcome::Unchanged.as_str());
+    Applied { outcome: Outcome::Unchanged, json, written: None }
 }
 
 /// `desired` as kube's `Api::create` and `Api::replace` send a
@@ -182,51 +199,6 @@ fn request_body(desired: Value) -> Result<Vec<u8>, serde_json::Error> {
         None => return Err(serde::de::Error::missing_field("metadata")),
     };
     serde_json::to_vec(&RequestBody { api_version: &api_version, kind: &kind, metadata, members: &members })
-}
-
-/// The module's answer for this one object again, now that `current` is
-/// what the API server has: the owned objects it was given, with this one
-/// replaced (or added).
-fn ask_again(
-    ctx: &Context,
-    cache: &Cache,
-    parent: &ParentView<'_>,
-    name: &str,
-    current: Option<&str>,
-) -> Result<Value, ReconcileError> {
-    let kind = &cache.kind;
-    let same = |text: &String| {
-        serde_json::from_str::<Value>(text).is_ok_and(|v| {
-            v.get("kind").and_then(Value::as_str) == Some(kind.name())
-                && v.pointer("/metadata/name").and_then(Value::as_str) == Some(name)
-        })
-    };
-    let mut owned: Vec<String> = parent.owned.iter().filter(|text| !same(text)).cloned().collect();
-    owned.extend(current.map(str::to_owned));
-    let answer = match ctx.call(parent.module, (parent.namespace, parent.name), "desired", |m| {
-        m.desired(parent.json, &owned, parent.related)
-    }) {
-        Ok(answer) => answer,
-        // The module refuses the object as it is now (e.g. it has another
-        // controller): say which object.
-        Err(CallError::Logic(source)) => {
-            return Err(ReconcileError::Refused {
-                kind: kind.name().to_owned(),
-                namespace: parent.namespace.to_owned(),
-                name: name.to_owned(),
-                source,
-            });
-        }
-        Err(source) => return Err(ReconcileError::Module { function: "desired", source }),
-    };
-    let owner = Owner { namespace: parent.namespace, uid: parent.uid };
-    let owned_kinds = &parent.serving.owned_kinds;
-    let checked = desired::check(owned_kinds, &owner, answer).map_err(ReconcileError::InvalidOutput)?;
-    checked
-        .into_iter()
-        .find(|o| owned_kinds[o.kind_index].key() == kind.key() && o.name == name)
-        .map(|o| o.value)
-        .ok_or_else(|| ReconcileError::Vanished { kind: kind.name().to_owned(), name: name.to_owned() })
 }
 
 #[cfg(test)]

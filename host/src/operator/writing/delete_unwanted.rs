@@ -6,9 +6,10 @@
 use kube::ResourceExt;
 use kube::api::{DeleteParams, Preconditions, PropagationPolicy};
 
-use crate::operator::cached_object::CachedObject;
-use crate::operator::caches::Cache;
-use crate::operator::{Context, ParentView, ReconcileError};
+use crate::operator::context::{Context, ParentView};
+use crate::operator::errors::ReconcileError;
+use crate::operator::watching::cached_object::CachedObject;
+use crate::operator::watching::caches::Cache;
 
 /// `Ok(true)` when deleted; `Ok(false)` when it was not ours or is gone.
 pub async fn delete_unwanted(

@@ -1,11 +1,13 @@
-//! Writing: CreateOrUpdate per desired child, deleting the children a module
-//! no longer wants, the status, events, how objects are compared so that an
-//! unchanged one costs no call, and the count of API requests by verb.
+//! Writing what a reconcile's plan (`planning/step.rs`) calls for:
+//! CreateOrUpdate per desired child that differs, deleting the children a
+//! module no longer wants, the status (and what was last written of it),
+//! events, what the host reads of the API server's answers, and the count
+//! of API requests by verb. Nothing here calls a module.
 
-pub(super) mod answers;
 pub mod api_requests;
-pub mod compare;
 pub(super) mod create_or_update;
 pub(super) mod delete_unwanted;
 pub(super) mod events;
 pub(super) mod status;
+pub(super) mod status_memo;
+pub(super) mod write_answer;

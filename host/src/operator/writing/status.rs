@@ -1,5 +1,5 @@
-//! The parent's status, from the module, written through the status
-//! subresource only when it changed; and the one condition the host writes
+//! The parent's status, as the module answered it (`planning/step.rs`),
+//! written through the status subresource only when it changed; and the one condition the host writes
 //! itself, `Stalled`, when the module failed and cannot report it.
 
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
@@ -8,30 +8,22 @@ use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
 
-use crate::modules::check_status;
-use crate::operator::answers::VersionWritten;
-use crate::operator::cached_object::CachedObject;
-use crate::operator::compare::{merge_patch, same_ignoring_nulls};
-use crate::operator::references::ParentKey;
-use crate::operator::{Context, ParentView, ReconcileError};
+use crate::operator::context::{Context, ParentView};
+use crate::operator::errors::ReconcileError;
+use crate::operator::watching::cached_object::CachedObject;
+use crate::operator::writing::status_memo::StatusMemo;
+use crate::operator::writing::write_answer::VersionWritten;
+use crate::planning::object_diff::{merge_patch, same_ignoring_nulls};
+use crate::planning::step::{StatusAnswer, now};
 
-/// `Ok(true)` when the status changed and was written.
+/// Writes `status` (the module's answer, `planning/step.rs`) to the parent;
+/// `Ok(true)` when it changed and was written.
 pub async fn write_status(
     ctx: &Context,
     parent: &ParentView<'_>,
-    owned: &[String],
-    problem: Option<&str>,
-    answered: &mut Option<StatusAnswer>,
+    status: &StatusAnswer,
 ) -> Result<bool, ReconcileError> {
-    let now = now();
-    let text = ctx
-        .call(parent.module, (parent.namespace, parent.name), "status", |m| {
-            m.status(parent.json, owned, parent.related, &now, problem)
-        })
-        .map_err(|source| ReconcileError::Module { function: "status", source })?;
-    // Refused before anything is written: the parent's status stays.
-    let new = check_status(&text).map_err(ReconcileError::InvalidOutput)?;
-    let text = &answered.insert(StatusAnswer { now, text }).text;
+    let (text, new) = (&status.text, &status.value);
     let key = (parent.namespace.to_owned(), parent.name.to_owned());
     let based_on = parent.object.resource_version();
     let written_hash = StatusMemo::hash(text);
@@ -63,10 +55,10 @@ pub async fn write_status(
             None => return Ok(false),
         },
     };
-    if same_ignoring_nulls(&old, &new) {
+    if same_ignoring_nulls(&old, new) {
         return Ok(false);
     }
-    let patch = json!({ "status": merge_patch(&old, &new) });
+    let patch = json!({ "status": merge_patch(&old, new) });
     let request = patch_status(ctx, &api, parent.name, &patch);
     let parent_kind = &ctx.parent_kind;
     ctx.own_write(parent_kind, parent.namespace, parent.name, parent.name, request).await.map_err(|source| {
@@ -113,18 +105,6 @@ async fn server_status(
         source: Box::new(source),
     })?;
     Ok(fresh.items.into_iter().next().map(|p| p.data.get("status").cloned().unwrap_or(Value::Null)))
-}
-
-/// What `status` was told the time is and what it answered (JSON), for the
-/// reconcile's record (`operator/recording/`).
-pub struct StatusAnswer {
-    pub now: String,
-    pub text: String,
-}
-
-/// The current time as Kubernetes writes it (RFC 3339, second precision).
-fn now() -> String {
-    jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 /// A merge patch of `name`'s status subresource, as `Api::patch_status`
@@ -215,42 +195,6 @@ fn with_stalled(
     Some(conditions)
 }
 
-/// The status last written per parent (a hash of the module's answer: a
-/// few bytes per parent, not the whole status) and the parent
-/// resourceVersion it was computed from.
-#[derive(Default)]
-pub struct StatusMemo {
-    written: std::sync::Mutex<std::collections::HashMap<ParentKey, Written>>,
-}
-
-struct Written {
-    based_on: Option<String>,
-    status: u64,
-}
-
-impl StatusMemo {
-    fn hash(status: &str) -> u64 {
-        use std::hash::{Hash, Hasher};
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        status.hash(&mut hasher);
-        hasher.finish()
-    }
-
-    fn already_written(&self, parent: &ParentKey, based_on: Option<&str>, status: u64) -> bool {
-        let written = self.written.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        written.get(parent).is_some_and(|w| w.based_on.as_deref() == based_on && w.status == status)
-    }
-
-    fn wrote(&self, parent: ParentKey, based_on: Option<String>, status: u64) {
-        let written = Written { based_on, status };
-        self.written.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(parent, written);
-    }
-
-    pub fn forget(&self, parent: &ParentKey) {
-        self.written.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(parent);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -259,7 +203,7 @@ mod tests {
 
     #[test]
     fn a_status_that_is_not_one_json_object_is_refused_with_its_reason() {
-        use crate::modules::Refusal;
+        use crate::runtime::answer::{Refusal, check_status};
         let reason = |text: &str| check_status(text).map(|_| ()).map_err(|refused| refused.reason);
         for text in ["[]", "\"x\"", "42", "null", "true"] {
             assert_eq!(reason(text), Err(Refusal::StatusNotObject), "{text}");
@@ -283,12 +227,12 @@ mod tests {
     /// is in the cache, the server's status is the one compared with.
     #[test]
     fn the_status_is_compared_with_the_servers_until_our_last_writes_echo_is_cached() {
-        use crate::operator::own_writes::OwnWrites;
+        use crate::operator::watching::own_writes::OwnWrites;
         let writes = OwnWrites::default();
         let parent = ("example.com/Cache".to_owned(), "ns".to_owned(), "cache".to_owned());
         assert_eq!(baseline(writes.awaiting_echo(&parent)), Baseline::Cached, "nothing written yet");
         writes.writing(&parent);
-        assert_eq!(writes.answered(&parent, Some("7")), crate::operator::own_writes::Held::Nothing);
+        assert_eq!(writes.answered(&parent, Some("7")), crate::operator::watching::own_writes::Held::Nothing);
         assert_eq!(baseline(writes.awaiting_echo(&parent)), Baseline::Server, "the echo (7) is still to come");
         // Someone else's change (6) before ours, seen first: still waiting.
         assert!(!writes.is_echo(&parent, Some("6")));
@@ -299,19 +243,6 @@ mod tests {
         writes.answered(&parent, Some("9"));
         assert!(writes.is_echo(&parent, Some("9")), "our echo");
         assert_eq!(baseline(writes.awaiting_echo(&parent)), Baseline::Cached, "the cache holds our write");
-
-        // The memo: the same status computed on the same cached parent is
-        // not written twice (no read needed).
-        let memo = StatusMemo::default();
-        let key = ("ns".to_owned(), "cache".to_owned());
-        let (a, b) = (StatusMemo::hash("{\"ready\":0}"), StatusMemo::hash("{\"ready\":1}"));
-        assert!(!memo.already_written(&key, Some("5"), a));
-        memo.wrote(key.clone(), Some("5".into()), a);
-        assert!(memo.already_written(&key, Some("5"), a));
-        assert!(!memo.already_written(&key, Some("5"), b), "another status");
-        assert!(!memo.already_written(&key, Some("6"), a), "another parent version");
-        memo.forget(&key);
-        assert!(!memo.already_written(&key, Some("5"), a));
     }
 
     #[test]

@@ -27,12 +27,12 @@
 //!   survive a failover or a restart: the next leader comes up on the
 //!   version serving the other parents, plans again and starts a new canary.
 //! - `spec.shadow` runs a candidate beside the serving version for a while,
-//!   writing nothing (`shadowing`), and reports where they differ.
+//!   writing nothing (`shadow_follow`), and reports where they differ.
 
 mod report;
 mod resource;
-mod shadowing;
-mod takeover;
+mod shadow_follow;
+pub(crate) mod takeover;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -43,16 +43,16 @@ use kube::api::{Api, ApiResource, DynamicObject};
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::watch;
 
-use crate::modules::oci::{OciError, Pulled, Registry};
-use crate::modules::signature::{self, PublicKey};
-use crate::modules::{LogicModule, ModuleSlot, ModuleSource};
-use crate::operator::Context;
-use crate::operator::hot_swap::{self, Offered, Prechecked, Refusal, Rollback, SwapState};
-use crate::operator::swap_plan::SwapPlan;
-pub use resource::{CanarySpec, CanaryStatus, ProbationStatus, RolloutSpec, ShadowSpec, Spec, Status, Verification};
+use crate::operator::context::Context;
+use crate::operator::swapping::hot_swap::{self, Offered, Prechecked};
+use crate::operator::swapping::rollout::SwapPlan;
+use crate::operator::swapping::swap_state::{Refusal, Rollback, SwapState};
+use crate::runtime::logic_module::{LogicModule, ModuleSource};
+use crate::runtime::oci::{OciError, Pulled, Registry};
+use crate::runtime::signature::{self, PublicKey};
+use crate::runtime::slot::ModuleSlot;
+use resource::{RolloutSpec, Spec};
 use resource::{condition, object_reference, spec_of, status_of};
-pub use shadowing::ShadowStatus;
-pub use takeover::serving_version;
 
 pub const GROUP: &str = "wasm-operator.c5c3.io";
 pub const VERSION: &str = "v1alpha1";
@@ -194,7 +194,7 @@ struct Follower {
     /// (not tried again).
     previous_unavailable: Option<String>,
     /// On the leader: the shadow `spec.shadow` asked for.
-    shadow: Option<shadowing::ShadowFollow>,
+    shadow: Option<shadow_follow::ShadowFollow>,
     /// The digest whose shadow's end an event was written for.
     reported_shadow_end: Option<String>,
 }

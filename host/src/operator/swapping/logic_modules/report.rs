@@ -6,8 +6,8 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams};
 
 use super::resource::{CanaryStatus, ProbationStatus, Status, new_condition, rfc3339, same_status, status_of};
 use super::{Decided, Follower, api_resource};
-use crate::modules::ModuleSource;
-use crate::operator::Context;
+use crate::operator::context::Context;
+use crate::runtime::logic_module::ModuleSource;
 
 impl Follower {
     /// Writes the resource's status when it changed (the leader only);

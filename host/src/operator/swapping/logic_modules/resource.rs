@@ -10,9 +10,9 @@ use kube::api::DynamicObject;
 use serde::{Deserialize, Serialize};
 
 use super::api_resource;
-use super::shadowing::ShadowStatus;
-use crate::operator::rollout::{Canary, CanaryError, Rollout};
-use crate::operator::swap_plan::SwapPlan;
+use crate::operator::swapping::rollout::SwapPlan;
+use crate::operator::swapping::rollout::{Canary, CanaryError, Rollout};
+use crate::operator::swapping::shadow::ShadowReport;
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -222,6 +222,25 @@ pub(super) fn same_status(old: &Status, new: &Status) -> bool {
 
 pub(super) fn object_reference(resource: &DynamicObject) -> ObjectReference {
     resource.object_ref(&api_resource())
+}
+
+/// `status.shadow`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ShadowStatus {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
+    /// When its window ends (RFC 3339).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub until: Option<String>,
+    pub ended: bool,
+    #[serde(flatten)]
+    pub report: ShadowReport,
+    /// Why it does not run: `reason: message`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 #[cfg(test)]

@@ -10,10 +10,11 @@ use kube::api::{Api, DynamicObject};
 
 use super::resource::{ProbationStatus, Verification, spec_of, status_of};
 use super::{Follower, api_resource};
-use crate::modules::oci::{Pulled, Registry};
-use crate::modules::signature::PublicKey;
-use crate::modules::{LogicModule, ModuleEngine, ModuleSource};
-use crate::operator::hot_swap::{PreviousVersion, Takeover};
+use crate::operator::swapping::swap_state::{PreviousVersion, Takeover};
+use crate::runtime::engine::ModuleEngine;
+use crate::runtime::logic_module::{LogicModule, ModuleSource};
+use crate::runtime::oci::{Pulled, Registry};
+use crate::runtime::signature::PublicKey;
 
 /// The version a module's LogicModule says was serving, pulled, checked
 /// against the digest it had and loaded, with its probation when its watch

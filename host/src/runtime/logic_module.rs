@@ -8,25 +8,17 @@ use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 use sha2::{Digest, Sha256};
-use wasmtime::component::{Component, ComponentExportIndex, Instance, InstancePre, Linker};
-use wasmtime::{Engine, Store, Trap};
+use wasmtime::component::{Component, ComponentExportIndex, InstancePre, Linker};
+use wasmtime::Engine;
 
-use super::answer::{BoundedText, BoundedTexts, RefusedAnswer};
+use super::bindings::{self, KindInfo, Manifest};
+use super::call_error::{CallError, CallResult, failure};
+use super::call_state::{CallState, call_store};
 use super::compiler::{CompileError, OutOfProcess, Tier, millis};
 use super::contract::{self, Checked, ContractError};
-use super::engine::{CallState, DEADLINE, DEADLINE_TICKS, MEMORY_LIMIT_BYTES, ModuleEngine, call_store};
-use super::module_log::ModuleLog;
+use super::engine::ModuleEngine;
+use super::reconciler::Reconciler;
 use super::wasi;
-
-pub(crate) mod bindings {
-    wasmtime::component::bindgen!({
-        path: "../wit/controller",
-        world: "logic-module",
-    });
-}
-
-use bindings::exports::wasm_operator::controller::reconciler as wit;
-pub use wit::{KindInfo, ModuleManifest as Manifest, ObjectRef};
 
 /// Where a module came from, for every message about it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -95,109 +87,6 @@ impl LoadError {
         }
     }
 }
-
-/// One problem the module found, at a field path.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FieldError {
-    pub path: String,
-    pub message: String,
-}
-
-impl FieldError {
-    pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
-        Self { path: path.into(), message: message.into() }
-    }
-}
-
-impl std::fmt::Display for FieldError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.path.is_empty() { f.write_str(&self.message) } else { write!(f, "{}: {}", self.path, self.message) }
-    }
-}
-
-/// The module's own answer that it cannot do what was asked: the contract's
-/// `error` variant.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum LogicError {
-    #[error("malformed input: {}", join(.0))]
-    Malformed(Vec<FieldError>),
-    #[error("invalid: {}", join(.0))]
-    Invalid(Vec<FieldError>),
-    #[error("unsupported: {0}")]
-    Unsupported(String),
-}
-
-impl LogicError {
-    /// Every field error it carries (none for `Unsupported`).
-    pub fn field_errors(&self) -> &[FieldError] {
-        match self {
-            LogicError::Malformed(errors) | LogicError::Invalid(errors) => errors,
-            LogicError::Unsupported(_) => &[],
-        }
-    }
-}
-
-fn join(errors: &[FieldError]) -> String {
-    errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
-}
-
-pub fn field_errors(list: Vec<wit::FieldError>) -> Vec<FieldError> {
-    list.into_iter().map(|e| FieldError { path: e.path, message: e.message }).collect()
-}
-
-impl From<wit::Error> for LogicError {
-    fn from(error: wit::Error) -> Self {
-        match error {
-            wit::Error::Malformed(list) => LogicError::Malformed(field_errors(list)),
-            wit::Error::Invalid(list) => LogicError::Invalid(field_errors(list)),
-            wit::Error::Unsupported(message) => LogicError::Unsupported(message),
-        }
-    }
-}
-
-/// A failed call: the module's own answer, or the module itself failing.
-#[derive(Debug, thiserror::Error)]
-pub enum CallError {
-    #[error(transparent)]
-    Logic(#[from] LogicError),
-    #[error("the logic module trapped: {0:#}")]
-    Trapped(wasmtime::Error),
-    /// A trap after the module wrote an `error` line: an SDK's panic hook
-    /// or uncaught exception handler writes the message there first.
-    #[error("the logic module panicked: {message}")]
-    Panicked { message: String },
-    #[error("the logic module ran past its {}-second deadline", DEADLINE.as_secs())]
-    DeadlineExceeded,
-    #[error("the logic module ran out of memory (limit {} MiB per call)", MEMORY_LIMIT_BYTES >> 20)]
-    OutOfMemory,
-    #[error("instantiating the logic module: {0:#}")]
-    Instantiate(wasmtime::Error),
-    /// An answer refused as it crossed the component boundary (too many
-    /// objects, too large, not UTF-8): never copied whole into the host.
-    #[error("the logic module answered something the host refuses: {0}")]
-    Refused(RefusedAnswer),
-}
-
-impl CallError {
-    /// A short, stable name for what went wrong (event reasons, conditions).
-    pub fn reason(&self) -> &'static str {
-        match self {
-            CallError::Logic(_) => "ModuleRefused",
-            CallError::Trapped(_) | CallError::Panicked { .. } => "ModuleTrapped",
-            CallError::DeadlineExceeded => "ModuleDeadlineExceeded",
-            CallError::OutOfMemory => "ModuleOutOfMemory",
-            CallError::Instantiate(_) => "ModuleInstantiationFailed",
-            CallError::Refused(_) => "ModuleInvalidOutput",
-        }
-    }
-
-    /// A failure of the module itself, not an answer from it.
-    pub fn is_module_failure(&self) -> bool {
-        !matches!(self, CallError::Logic(_))
-    }
-}
-
-pub type CallResult<T> = Result<T, CallError>;
 
 /// A loaded logic module, ready to instantiate. Cheap to share behind an `Arc`.
 pub struct LogicModule {
@@ -524,14 +413,8 @@ impl LogicModule {
         let mut store = call_store(code.instance_pre.engine());
         let instance = code.instance_pre.instantiate(&mut store).map_err(|error| failure(&store, error))?;
         let bindings = code.indices.load(&mut store, &instance).map_err(|error| failure(&store, error))?;
-        Ok(Reconciler {
-            store,
-            bindings,
-            instance,
-            desired_export: code.desired_export,
-            status_export: code.status_export,
-            imports_wasi: self.imports_wasi,
-        })
+        let exports = (code.desired_export, code.status_export);
+        Ok(Reconciler::new(store, bindings, instance, exports, self.imports_wasi))
     }
 }
 
@@ -575,127 +458,6 @@ fn check_manifest(manifest: &Manifest) -> Result<(), String> {
         return Err("owned names no kinds".into());
     }
     super::crd_check::check(&manifest.crd, &manifest.parent)
-}
-
-/// What a failed call into the store was: the deadline, the memory limit,
-/// a panic the module reported before trapping, or another trap. For hosts
-/// binding more of a module's exports.
-pub fn failure(store: &Store<CallState>, error: wasmtime::Error) -> CallError {
-    if let Some(refused) = error.downcast_ref::<RefusedAnswer>() {
-        CallError::Refused(refused.clone())
-    } else if error.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
-        CallError::DeadlineExceeded
-    } else if store.data().limits.refused_growth {
-        CallError::OutOfMemory
-    } else if let Some(message) = store.data().log.last_error() {
-        CallError::Panicked { message: message.to_owned() }
-    } else {
-        CallError::Trapped(error)
-    }
-}
-
-/// One instance of a module's reconciler. Every method is one call.
-pub struct Reconciler {
-    store: Store<CallState>,
-    bindings: bindings::LogicModule,
-    instance: Instance,
-    desired_export: ComponentExportIndex,
-    status_export: ComponentExportIndex,
-    imports_wasi: bool,
-}
-
-/// What one call reaches of an instance: the bindings' functions, and
-/// `desired` and `status` by export index for their bounded answers.
-struct Exports<'a> {
-    guest: &'a wit::Guest,
-    instance: Instance,
-    desired: &'a ComponentExportIndex,
-    status: &'a ComponentExportIndex,
-}
-
-impl Reconciler {
-    /// The store, with a fresh deadline: the timeout is per call, even on an
-    /// instance that is reused for several.
-    ///
-    /// A module that imports WASI is called on a thread of its own when the
-    /// caller is on a tokio runtime: wasmtime's synchronous WASI blocks on
-    /// the current runtime for some calls (a write to stdout or stderr, a
-    /// poll), which panics inside one.
-    fn call<T: Send, E: Into<LogicError> + Send>(
-        &mut self,
-        call: impl FnOnce(&Exports<'_>, &mut Store<CallState>) -> wasmtime::Result<Result<T, E>> + Send,
-    ) -> CallResult<T> {
-        self.store.set_epoch_deadline(DEADLINE_TICKS);
-        let guest = self.bindings.wasm_operator_controller_reconciler().clone();
-        let exports = Exports {
-            guest: &guest,
-            instance: self.instance,
-            desired: &self.desired_export,
-            status: &self.status_export,
-        };
-        let store = &mut self.store;
-        let answer = if self.imports_wasi && tokio::runtime::Handle::try_current().is_ok() {
-            std::thread::scope(|scope| {
-                scope
-                    .spawn(|| call(&exports, store))
-                    .join()
-                    .unwrap_or_else(|_| Err(wasmtime::Error::msg("the host's thread for this call panicked")))
-            })
-        } else {
-            call(&exports, store)
-        };
-        match answer {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(error)) => Err(CallError::Logic(error.into())),
-            Err(error) => Err(failure(&self.store, error)),
-        }
-    }
-
-    /// What the module logged since the last time this was asked: the
-    /// caller emits it with the parent it was reconciling.
-    pub fn take_log(&mut self) -> ModuleLog {
-        std::mem::take(&mut self.store.data_mut().log)
-    }
-
-    pub fn manifest(&mut self) -> CallResult<Manifest> {
-        self.call(|exports, store| exports.guest.call_manifest(store).map(Ok::<_, wit::Error>))
-    }
-
-    pub fn references(&mut self, parent: &str) -> CallResult<Vec<ObjectRef>> {
-        self.call(|exports, store| exports.guest.call_references(store, parent))
-    }
-
-    pub fn desired(&mut self, parent: &str, owned: &[String], related: &[String]) -> CallResult<Vec<String>> {
-        self.call(|exports, store| {
-            let desired =
-                exports.instance.get_typed_func::<(&str, &[String], &[String]), (Result<BoundedTexts, wit::Error>,)>(
-                    &mut *store,
-                    exports.desired,
-                )?;
-            let (answer,) = desired.call(&mut *store, (parent, owned, related))?;
-            Ok(answer.map(|texts| texts.0))
-        })
-    }
-
-    pub fn status(
-        &mut self,
-        parent: &str,
-        owned: &[String],
-        related: &[String],
-        now: &str,
-        problem: Option<&str>,
-    ) -> CallResult<String> {
-        self.call(|exports, store| {
-            let status = exports
-                .instance
-                .get_typed_func::<(&str, &[String], &[String], &str, Option<&str>), (Result<BoundedText, wit::Error>,)>(
-                    &mut *store,
-                    exports.status,
-                )?;
-            let (answer,) = status.call(&mut *store, (parent, owned, related, now, problem))?;
-            Ok(answer.map(|text| text.0))
-        })
-    }
 }
 
 #[cfg(test)]

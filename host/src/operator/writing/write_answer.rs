@@ -6,7 +6,7 @@
 use kube::Resource;
 use serde::Deserialize;
 
-use crate::operator::cached_object::CachedObject;
+use crate::operator::watching::cached_object::CachedObject;
 
 /// An answer that says which resourceVersion the write made.
 pub trait WriteAnswer {

@@ -8,7 +8,7 @@ mod schema;
 
 use serde_json::Value;
 
-use super::logic_module::KindInfo;
+use super::bindings::KindInfo;
 
 /// What is wrong with `crd` (YAML or JSON) for `parent`, if anything. An
 /// empty text (a module that ships no CRD) passes.

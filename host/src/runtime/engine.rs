@@ -5,11 +5,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store, Strategy};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Strategy};
 
 use super::compiler::{CompileOptions, OutOfProcess, Tier};
-use super::module_log::ModuleLog;
-use super::wasi::WasiState;
 
 /// Most memory one call may use. The Memcached guest caps its inputs at
 /// 3 MiB; this leaves room for parsing and building, and stops a runaway
@@ -21,9 +19,9 @@ const KEEP_RESIDENT_BYTES: usize = 1 << 20;
 const POOL_INSTANCES: u32 = 64;
 /// Core instances and memories one component may have: a Rust module has
 /// one; componentize-py's output links CPython and libc as several.
-const CORE_INSTANCES_PER_COMPONENT: u32 = 32;
-const MEMORIES_PER_COMPONENT: u32 = 4;
-const TABLES_PER_COMPONENT: u32 = 32;
+pub(crate) const CORE_INSTANCES_PER_COMPONENT: u32 = 32;
+pub(crate) const MEMORIES_PER_COMPONENT: u32 = 4;
+pub(crate) const TABLES_PER_COMPONENT: u32 = 32;
 /// The epoch ticks every TICK; a call may run for DEADLINE_TICKS of them.
 const TICK_MS: u64 = 10;
 const TICK: Duration = Duration::from_millis(TICK_MS);
@@ -174,69 +172,6 @@ impl ModuleEngine {
     /// The engine of optimized code: what new versions are loaded for.
     pub fn engine(&self) -> &Engine {
         &self.engine
-    }
-}
-
-/// A fresh store for one call (or one short sequence of calls) on `engine`,
-/// the one the code to call was compiled for (a version's code may move
-/// from the baseline engine to the optimized one): its own memory limit and
-/// deadline.
-pub fn call_store(engine: &Engine) -> Store<CallState> {
-    let mut store = Store::new(engine, CallState::default());
-    store.limiter(|state| &mut state.limits);
-    store.set_epoch_deadline(DEADLINE_TICKS);
-    store.epoch_deadline_trap();
-    store
-}
-
-/// What a store carries: its memory limiter, the lines the module logged,
-/// and WASI state for a module that imports WASI (built on first use, so
-/// others never pay for it).
-#[derive(Default)]
-pub struct CallState {
-    /// Keeps the epoch ticking while the store lives.
-    _alive: CallStoreAlive,
-    pub(crate) limits: Limits,
-    pub(crate) log: ModuleLog,
-    pub(crate) wasi: Option<WasiState>,
-}
-
-impl wasmtime_wasi::WasiView for CallState {
-    fn ctx(&mut self) -> wasmtime_wasi::WasiCtxView<'_> {
-        self.wasi.get_or_insert_with(WasiState::nothing_granted).view()
-    }
-}
-
-/// The store's memory and table limits; remembers a refused growth, so a
-/// module aborting on a failed allocation is reported as out of memory.
-#[derive(Default)]
-pub(crate) struct Limits {
-    pub(crate) refused_growth: bool,
-}
-
-impl ResourceLimiter for Limits {
-    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
-        let allowed = desired <= MEMORY_LIMIT_BYTES;
-        if !allowed {
-            self.refused_growth = true;
-        }
-        Ok(allowed)
-    }
-
-    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
-        Ok(desired <= 1 << 20)
-    }
-
-    fn instances(&self) -> usize {
-        CORE_INSTANCES_PER_COMPONENT as usize
-    }
-
-    fn memories(&self) -> usize {
-        MEMORIES_PER_COMPONENT as usize
-    }
-
-    fn tables(&self) -> usize {
-        TABLES_PER_COMPONENT as usize
     }
 }
 

@@ -3,7 +3,7 @@
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::{Client, Resource};
 
-use crate::modules::{KindInfo, Manifest};
+use crate::runtime::bindings::{KindInfo, Manifest};
 
 #[derive(Debug, thiserror::Error)]
 pub enum KindError {

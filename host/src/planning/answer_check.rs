@@ -8,8 +8,8 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use crate::modules::{Refusal, RefusedAnswer, check_bounds, parse};
-use crate::operator::kinds::Kind;
+use crate::planning::kinds::Kind;
+use crate::runtime::answer::{Refusal, RefusedAnswer, check_bounds, parse};
 
 /// One object the module wants, checked.
 pub struct DesiredObject {
@@ -26,7 +26,7 @@ pub struct Owner<'a> {
 }
 
 /// The answer checked whole: within the limits on objects and bytes
-/// (`modules/answer.rs`: already refused there as it crossed the boundary,
+/// (`runtime/answer.rs`: already refused there as it crossed the boundary,
 /// checked again for answers that come another way), then each object.
 pub fn check(owned: &[Kind], owner: &Owner<'_>, texts: Vec<String>) -> Result<Vec<DesiredObject>, RefusedAnswer> {
     check_bounds(texts.len(), texts.iter().map(String::len))?;
@@ -112,7 +112,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::modules::KindInfo;
+    use crate::runtime::bindings::KindInfo;
 
     fn kinds() -> Vec<Kind> {
         let info = |group: &str, kind: &str, plural: &str| KindInfo {
@@ -214,10 +214,10 @@ mod tests {
     #[test]
     fn hostile_sizes_and_depths_are_refused_before_parsing() {
         let good = object("v1", "ConfigMap", "c", None, "u-1");
-        let many = vec![String::new(); crate::modules::MAX_OBJECTS + 1];
+        let many = vec![String::new(); crate::runtime::answer::MAX_OBJECTS + 1];
         let (reason, problem) = refused(many);
         assert_eq!(reason, Refusal::TooManyObjects, "{problem}");
-        let padding = "a".repeat(crate::modules::MAX_ANSWER_BYTES);
+        let padding = "a".repeat(crate::runtime::answer::MAX_ANSWER_BYTES);
         let large = format!("{},\"x\":\"{padding}\"}}", &good[..good.len() - 1]);
         let (reason, problem) = refused(vec![good.clone(), large]);
         assert_eq!(reason, Refusal::TooLarge);

@@ -4,7 +4,7 @@
 //! - the heap's free pages: glibc returns only the top of its heap by
 //!   itself, so after a burst (a Secret rotation rolling hundreds of
 //!   Deployments at once, a swap's plan) the freed middle stayed resident
-//!   for good, ~6-10 MiB at a thousand parents (issue 22's soak: a step up
+//!   for good, ~6-10 MiB at a thousand parents (in a soak: a step up
 //!   after each burst, then a plateau);
 //! - the binary's pages that rare work mapped: a hot swap, a re-list after
 //!   a reconnect or a rollback runs code the steady reconcile does not, and
@@ -41,10 +41,10 @@ pub fn give_back_unused_memory() -> impl Future<Output = ()> {
 
 /// One pass: the heap's free pages, if enough, and the binary's.
 fn give_back(warned: &mut bool) {
-    if crate::allocator::heap_use().is_some_and(|heap| heap.free >= TRIM_WHEN_FREE_BYTES) {
-        crate::allocator::trim();
+    if crate::memory::allocator::heap_use().is_some_and(|heap| heap.free >= TRIM_WHEN_FREE_BYTES) {
+        crate::memory::allocator::trim();
     }
-    match crate::resident_pages::release_binary() {
+    match crate::memory::resident_pages::release_binary() {
         Ok(bytes) => tracing::debug!(kib = bytes / 1024, "released the binary's pages"),
         // Once: it would fail the same way every period.
         Err(error) if !*warned => {
@@ -57,7 +57,7 @@ fn give_back(warned: &mut bool) {
 
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
-    use crate::resident_pages::tests::{BINARY_PAGES, binary_resident_kib};
+    use crate::memory::resident_pages::tests::{BINARY_PAGES, binary_resident_kib};
 
     /// The operator says it is ready right after this call: what only its
     /// start touched must be gone by then, not whenever the loop first runs.

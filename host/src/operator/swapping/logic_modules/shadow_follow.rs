@@ -9,15 +9,14 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use kube::api::DynamicObject;
-use serde::{Deserialize, Serialize};
 
-use super::resource::{ShadowSpec, rfc3339, spec_of, status_of};
+use super::resource::{ShadowSpec, ShadowStatus, rfc3339, spec_of, status_of};
 use super::{Follower, fetch_reason, object_reference};
-use crate::modules::ModuleSource;
-use crate::modules::oci::Pulled;
-use crate::operator::Context;
-use crate::operator::hot_swap::Prechecked;
-use crate::operator::shadow::{self, ShadowReport};
+use crate::operator::context::Context;
+use crate::operator::swapping::hot_swap::Prechecked;
+use crate::operator::swapping::shadow_run;
+use crate::runtime::logic_module::ModuleSource;
+use crate::runtime::oci::Pulled;
 
 /// The shadow the follower started for a spec, or why it could not.
 pub(super) struct ShadowFollow {
@@ -31,25 +30,6 @@ struct Started {
     until: SystemTime,
 }
 
-/// `status.shadow`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct ShadowStatus {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reference: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub digest: Option<String>,
-    /// When its window ends (RFC 3339).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub until: Option<String>,
-    pub ended: bool,
-    #[serde(flatten)]
-    pub report: ShadowReport,
-    /// Why it does not run: `reason: message`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
 impl Follower {
     /// On the leader: starts, replaces or stops the shadow as `resource`'s
     /// spec asks, and reports the end of its window. A shadow that could not
@@ -59,7 +39,7 @@ impl Follower {
         let wanted = spec_of(resource).shadow;
         let failed = self.shadow.as_ref().is_some_and(|s| s.outcome.is_err());
         if self.shadow.as_ref().map(|s| &s.spec) != wanted.as_ref() || (failed && look_again) {
-            shadow::stop(ctx);
+            shadow_run::stop(ctx);
             self.shadow = None;
             if let Some(spec) = wanted {
                 let outcome = self.start_shadow(ctx, resource, &spec).await;
@@ -98,7 +78,7 @@ impl Follower {
         resource: &DynamicObject,
         spec: &ShadowSpec,
     ) -> Result<Started, (&'static str, String)> {
-        let duration = crate::cli::parse_duration(&spec.duration)
+        let duration = crate::duration::parse_duration(&spec.duration)
             .map_err(|error| ("InvalidShadow", format!("spec.shadow.duration: {error}")))?;
         let Pulled { bytes, pinned, .. } =
             self.options.registry.pull(&spec.image, false).await.map_err(|e| (fetch_reason(&e), e.to_string()))?;
@@ -122,7 +102,7 @@ impl Follower {
         if before.is_some_and(|s| s.ended) || until <= SystemTime::now() {
             tracing::info!(module = self.name, reference = pinned, "the shadow's window ended before: not run again");
         } else {
-            shadow::start(ctx, module, pinned.clone(), until).await.map_err(|why| ("WatchFailed", why))?;
+            shadow_run::start(ctx, module, pinned.clone(), until).await.map_err(|why| ("WatchFailed", why))?;
         }
         Ok(Started { reference: pinned, digest, until })
     }

@@ -3,8 +3,7 @@
 //! them with the parent's name. The last `error` line before a trap is the
 //! trap's message: the SDKs' panic hooks write the panic there.
 
-use super::engine::CallState;
-use super::logic_module::bindings::wasm_operator::controller::log::{Host, Level};
+use super::bindings::wasm_operator::controller::log::Level;
 
 /// Lines kept per call; more are counted and dropped.
 pub const MAX_LINES: usize = 64;
@@ -114,12 +113,6 @@ impl ModuleLog {
         if self.dropped > 0 {
             tracing::warn!(target: TARGET, module, parent, dropped = self.dropped, "the module wrote more than {MAX_LINES} lines in one call; the rest were dropped");
         }
-    }
-}
-
-impl Host for CallState {
-    fn write(&mut self, level: Level, message: String) {
-        self.log.write(level.into(), message);
     }
 }
 

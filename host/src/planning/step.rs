@@ -1,0 +1,309 @@
+//! One reconcile's module calls, in the order the host makes them, with the
+//! checks on their answers and the write each answer calls for, and no I/O.
+//! The operator (`operator/reconciling/reconcile.rs`) performs what this
+//! plans; everything that shows what a version would do without writing
+//! (`offline`: `render`, `test`, `plan`, a swap's dry run, a shadow, a
+//! replayed record) runs the same functions and leaves the writes out.
+//!
+//! A reconcile is two halves around its writes: [`plan`] (`references`,
+//! `desired`, the answer checks, the write each desired object needs and
+//! the children to delete), then [`status`] (from the objects as written).
+//! A write refused with a conflict asks again through [`desire`], the
+//! middle of the same plan, with the object as the API server has it.
+
+use serde_json::Value;
+
+use crate::planning::answer_check::{self, DesiredObject, Owner};
+use crate::planning::kinds::Kind;
+use crate::planning::object_diff::same_ignoring_nulls;
+use crate::runtime::answer::{RefusedAnswer, check_status};
+use crate::runtime::bindings::ObjectRef;
+use crate::runtime::call_error::{CallError, CallResult, LogicError};
+use crate::runtime::reconciler::Reconciler;
+
+/// Who makes a module call: the operator (timed and counted, the module's
+/// log lines emitted with the parent) or a command (a fresh instance, its
+/// log to standard error). Each call is on a fresh instance.
+pub trait ModuleCaller {
+    fn call<T>(&self, function: &'static str, call: impl FnOnce(&mut Reconciler) -> CallResult<T>) -> CallResult<T>;
+}
+
+/// Why a step stopped: the module failed (or answered an error where none
+/// is expected), or it answered something the host refuses.
+#[derive(Debug, thiserror::Error)]
+pub enum StepError {
+    #[error("the logic module failed in {function}: {source}")]
+    Module { function: &'static str, source: CallError },
+    #[error("the logic module answered something the host refuses: {0}")]
+    Refused(RefusedAnswer),
+}
+
+/// The parent, as the module reads it.
+#[derive(Clone, Copy)]
+pub struct Parent<'a> {
+    /// The object, as the module is given it.
+    pub json: &'a str,
+    pub namespace: &'a str,
+    pub uid: &'a str,
+}
+
+/// One child the parent controls now: which owned kind, and its name.
+#[derive(Clone, Copy, Debug)]
+pub struct Child<'a> {
+    pub kind_index: usize,
+    pub name: &'a str,
+}
+
+/// What a reconcile starts from.
+pub struct Inputs<'a> {
+    pub parent: Parent<'a>,
+    /// The manifest's owned kinds (a child's `kind_index` is into these).
+    pub owned_kinds: &'a [Kind],
+    /// The children the parent controls now, as the module reads them, and
+    /// which they are (the same order).
+    pub owned: &'a [String],
+    pub children: &'a [Child<'a>],
+    /// Keep `desired`'s answer as given ([`Plan::answered`]).
+    pub keep_answer: bool,
+}
+
+/// The write one desired object needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Write {
+    Create,
+    Update,
+    /// It is as the module wants it: no request at all.
+    Unchanged,
+}
+
+/// One desired object, checked, with the write it needs.
+pub struct PlannedObject {
+    pub kind_index: usize,
+    pub name: String,
+    /// Its index among the current children, when it exists.
+    pub current: Option<usize>,
+    pub write: Write,
+    pub value: Value,
+}
+
+/// What one reconcile would do, before its writes.
+pub struct Plan {
+    /// The related objects the module was given, as it read them.
+    pub related: Vec<String>,
+    pub answer: Answer,
+    /// What `desired` answered, as it answered it, when the inputs asked to
+    /// keep it (a recorded reconcile).
+    pub answered: Option<Vec<String>>,
+}
+
+/// What `desired` answered, and the writes it calls for.
+pub enum Answer {
+    Writes {
+        /// Every desired object, checked, in the module's order.
+        objects: Vec<PlannedObject>,
+        /// The current children (their indexes) no desired object names:
+        /// the host deletes them.
+        deletes: Vec<usize>,
+    },
+    /// The parent is invalid (or malformed, or asks what the module does
+    /// not do): nothing is written, and `status` hears why.
+    Invalid(LogicError),
+}
+
+/// What `desired` answered, checked.
+pub enum Desire {
+    Wanted(Vec<DesiredObject>),
+    Invalid(LogicError),
+}
+
+/// The first half: what the parent references (found with `related`, which
+/// answers the object a reference names as the module reads it, or none),
+/// what the module wants, checked, and the write each object needs.
+pub fn plan(
+    calls: &impl ModuleCaller,
+    inputs: &Inputs<'_>,
+    related: impl FnMut(&ObjectRef) -> Option<String>,
+) -> Result<Plan, StepError> {
+    let related: Vec<String> = references(calls, inputs.parent)?.iter().filter_map(related).collect();
+    let mut answered = None;
+    let answer = match desire_keeping(calls, inputs, &related, &mut answered)? {
+        Desire::Wanted(wanted) => {
+            let (objects, deletes) = writes(inputs, wanted);
+            Answer::Writes { objects, deletes }
+        }
+        Desire::Invalid(error) => Answer::Invalid(error),
+    };
+    Ok(Plan { related, answer, answered })
+}
+
+/// The objects `parent` references. An invalid parent references nothing:
+/// `desired` then reports it with every path.
+pub fn references(calls: &impl ModuleCaller, parent: Parent<'_>) -> Result<Vec<ObjectRef>, StepError> {
+    match calls.call("references", |m| m.references(parent.json)) {
+        Ok(references) => Ok(references),
+        Err(CallError::Logic(_)) => Ok(Vec::new()),
+        Err(source) => Err(StepError::Module { function: "references", source }),
+    }
+}
+
+/// `desired` on these inputs, its answer checked.
+pub fn desire(calls: &impl ModuleCaller, inputs: &Inputs<'_>, related: &[String]) -> Result<Desire, StepError> {
+    desire_keeping(calls, inputs, related, &mut None)
+}
+
+fn desire_keeping(
+    calls: &impl ModuleCaller,
+    inputs: &Inputs<'_>,
+    related: &[String],
+    answered: &mut Option<Vec<String>>,
+) -> Result<Desire, StepError> {
+    let answer = match calls.call("desired", |m| m.desired(inputs.parent.json, inputs.owned, related)) {
+        Ok(answer) => answer,
+        Err(CallError::Logic(error)) => return Ok(Desire::Invalid(error)),
+        Err(source) => return Err(StepError::Module { function: "desired", source }),
+    };
+    if inputs.keep_answer {
+        *answered = Some(answer.clone());
+    }
+    let owner = Owner { namespace: inputs.parent.namespace, uid: inputs.parent.uid };
+    answer_check::check(inputs.owned_kinds, &owner, answer).map(Desire::Wanted).map_err(StepError::Refused)
+}
+
+/// The writes `wanted` calls for against the current children: each
+/// object created, updated or left as it is (equal, counting a null as
+/// absent, to the child as the module read it), and the children no object
+/// names deleted.
+pub fn writes(inputs: &Inputs<'_>, wanted: Vec<DesiredObject>) -> (Vec<PlannedObject>, Vec<usize>) {
+    let objects: Vec<PlannedObject> = wanted
+        .into_iter()
+        .map(|object| {
+            let current = inputs
+                .children
+                .iter()
+                .position(|child| child.kind_index == object.kind_index && child.name == object.name);
+            let write = match current {
+                None => Write::Create,
+                Some(index) if is_unchanged(&inputs.owned[index], &object.value) => Write::Unchanged,
+                Some(_) => Write::Update,
+            };
+            PlannedObject { kind_index: object.kind_index, name: object.name, current, write, value: object.value }
+        })
+        .collect();
+    let deletes =
+        (0..inputs.children.len()).filter(|index| !objects.iter().any(|o| o.current == Some(*index))).collect();
+    (objects, deletes)
+}
+
+/// The one comparison every write decision makes.
+pub fn is_unchanged(current: &str, desired: &Value) -> bool {
+    serde_json::from_str::<Value>(current).is_ok_and(|current| same_ignoring_nulls(&current, desired))
+}
+
+/// What `status` answered, checked, and the time it was told.
+pub struct StatusAnswer {
+    /// RFC 3339, what `status` was told the time is.
+    pub now: String,
+    /// Its answer, as the module gave it (JSON).
+    pub text: String,
+    pub value: Value,
+}
+
+/// The second half: the parent's status from the objects as the writes
+/// left them (`owned`), told what went wrong (`problem`), if anything.
+pub fn status(
+    calls: &impl ModuleCaller,
+    parent: Parent<'_>,
+    owned: &[String],
+    related: &[String],
+    now: String,
+    problem: Option<&str>,
+) -> Result<StatusAnswer, StepError> {
+    let text = calls
+        .call("status", |m| m.status(parent.json, owned, related, &now, problem))
+        .map_err(|source| StepError::Module { function: "status", source })?;
+    let value = check_status(&text).map_err(StepError::Refused)?;
+    Ok(StatusAnswer { now, text, value })
+}
+
+/// The current time as `status` is told it (RFC 3339, seconds).
+pub fn now() -> String {
+    jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::runtime::bindings::KindInfo;
+
+    fn kind(kind: &str) -> Kind {
+        let info = KindInfo {
+            group: String::new(),
+            version: "v1".into(),
+            kind: kind.into(),
+            plural: format!("{}s", kind.to_lowercase()),
+            namespaced: true,
+        };
+        Kind::from_info(&info).expect("namespaced")
+    }
+
+    fn object(kind: &str, name: &str, data: Value) -> Value {
+        json!({"apiVersion": "v1", "kind": kind, "metadata": {"name": name, "namespace": "ns"}, "data": data})
+    }
+
+    #[test]
+    fn each_desired_object_gets_the_write_it_needs_and_unnamed_children_are_deleted() {
+        let kinds = [kind("ConfigMap"), kind("Secret")];
+        let owned = [
+            object("ConfigMap", "same", json!({"a": "1"})).to_string(),
+            object("ConfigMap", "changed", json!({"a": "1"})).to_string(),
+            object("Secret", "same", json!({})).to_string(),
+            object("ConfigMap", "unwanted", json!({})).to_string(),
+        ];
+        let children = [
+            Child { kind_index: 0, name: "same" },
+            Child { kind_index: 0, name: "changed" },
+            Child { kind_index: 1, name: "same" },
+            Child { kind_index: 0, name: "unwanted" },
+        ];
+        let inputs = Inputs {
+            parent: Parent { json: "{}", namespace: "ns", uid: "u" },
+            owned_kinds: &kinds,
+            owned: &owned,
+            children: &children,
+            keep_answer: false,
+        };
+        let desired =
+            |kind_index: usize, name: &str, value: Value| DesiredObject { kind_index, name: name.into(), value };
+        let mut same = object("ConfigMap", "same", json!({"a": "1"}));
+        // A null counts as absent, as the API server drops it.
+        same["metadata"]["labels"] = Value::Null;
+        let wanted = vec![
+            desired(0, "new", object("ConfigMap", "new", json!({}))),
+            desired(0, "changed", object("ConfigMap", "changed", json!({"a": "2"}))),
+            desired(0, "same", same),
+            // Same name, another kind: not the ConfigMap.
+            desired(1, "same", object("Secret", "same", json!({}))),
+        ];
+        let (objects, deletes) = writes(&inputs, wanted);
+        let planned: Vec<(&str, Option<usize>, Write)> =
+            objects.iter().map(|o| (o.name.as_str(), o.current, o.write)).collect();
+        assert_eq!(
+            planned,
+            [
+                ("new", None, Write::Create),
+                ("changed", Some(1), Write::Update),
+                ("same", Some(0), Write::Unchanged),
+                ("same", Some(2), Write::Unchanged)
+            ]
+        );
+        assert_eq!(deletes, [3]);
+    }
+
+    #[test]
+    fn a_current_object_that_does_not_parse_is_updated() {
+        assert!(!is_unchanged("{not json", &json!({})));
+        assert!(is_unchanged(r#"{"a": null}"#, &json!({})));
+    }
+}
