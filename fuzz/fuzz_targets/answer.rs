@@ -14,9 +14,9 @@ use std::collections::HashSet;
 
 use kube::api::DynamicObject;
 use serde_json::Value;
-use wasm_operator::runtime::answer::{check_bounds, check_status, parse, MAX_DEPTH, Refusal};
-use wasm_operator::planning::answer_check::{check, Owner};
+use wasm_operator::planning::answer_check::{Owner, check};
 use wasm_operator::planning::kinds::Kind;
+use wasm_operator::runtime::answer::{MAX_DEPTH, Refusal, check_bounds, check_status, parse};
 
 const OWNER: Owner<'static> = Owner { namespace: "team", uid: "u-1" };
 

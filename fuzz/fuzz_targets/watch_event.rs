@@ -18,8 +18,8 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
 use wasm_operator::operator::watching::cached_object::CachedObject;
+use wasm_operator::operator::watching::objects::{Objects, controller_uid, key_of};
 use wasm_operator::planning::kinds::Kind;
-use wasm_operator::operator::watching::objects::{controller_uid, key_of, Objects};
 
 /// The cache's kind: the Memcached module's Deployments.
 fn deployments() -> &'static Kind {

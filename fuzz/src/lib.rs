@@ -2,8 +2,8 @@
 
 use std::sync::OnceLock;
 
-use wasm_operator::runtime::bindings::KindInfo;
 use wasm_operator::planning::kinds::Kind;
+use wasm_operator::runtime::bindings::KindInfo;
 
 /// The Memcached module's owned kinds, as the host reads them from its
 /// manifest (Deployment first).

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 use sha2::{Digest, Sha256};
-use wasmtime::component::{Component, ComponentExportIndex, InstancePre, Linker};
 use wasmtime::Engine;
+use wasmtime::component::{Component, ComponentExportIndex, InstancePre, Linker};
 
 use super::bindings::{self, KindInfo, Manifest};
 use super::call_error::{CallError, CallResult, failure};
