@@ -543,7 +543,7 @@ pub fn render(config: &Config, outcome: &Outcome, replicas: &[Replica]) -> (Stri
 
     let _ = writeln!(
         out,
-        "Resident memory per replica process (drift: while it led, the level (see README) of its first {:.0} s after {:.0} s of lead against that of its last {:.0} s, when it led that long again):",
+        "Resident memory per replica process (drift: while it led, the level (see docs/src/benchmarks/soak.md) of its first {:.0} s after {:.0} s of lead against that of its last {:.0} s, when it led that long again):",
         LEVEL_WINDOW.as_secs_f64(),
         outcome.warmup.as_secs_f64(),
         LEVEL_WINDOW.as_secs_f64()
