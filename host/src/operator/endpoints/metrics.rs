@@ -354,7 +354,10 @@ impl Metrics {
 
     /// The metrics of one module.
     pub fn for_module(self: &Arc<Self>, module: &str) -> ModuleMetrics {
-        ModuleMetrics { metrics: self.clone(), module: module.to_owned() }
+        // Resolved once: it changes twice per module call.
+        let calls_in_flight =
+            self.module_calls_in_flight.get_or_create(&NameLabels { module: module.to_owned() }).clone();
+        ModuleMetrics { metrics: self.clone(), module: module.to_owned(), calls_in_flight }
     }
 }
 
@@ -363,6 +366,7 @@ impl Metrics {
 pub struct ModuleMetrics {
     metrics: Arc<Metrics>,
     module: String,
+    calls_in_flight: Gauge,
 }
 
 impl ModuleMetrics {
@@ -444,7 +448,7 @@ impl ModuleMetrics {
 
     /// A call into the module started (`+1`) or ended (`-1`).
     pub fn module_call_running(&self, change: i64) {
-        self.metrics.module_calls_in_flight.get_or_create(&NameLabels { module: self.module.clone() }).inc_by(change);
+        self.calls_in_flight.inc_by(change);
     }
 
     pub fn module_called(&self, function: &'static str, took: Duration) {

@@ -73,22 +73,23 @@ pub fn related_from_caches(
     cache.get(related_namespace, &reference.name).map(|object| object.module_json(&cache.kind))
 }
 
-/// What one reconcile would hand the module, for a dry run: the related
-/// objects the parent references, and the children it controls now.
-pub struct Inputs {
+/// What one reconcile would hand the module, gathered for a dry run: the
+/// related objects the parent references, and the children it controls now.
+pub struct Gathered {
     pub related: Vec<String>,
     pub current_json: Vec<String>,
 }
 
-/// Gathers [`Inputs`] for `parent` from the caches of `serving`, asking its
-/// module which objects it references. Changes nothing.
+/// Gathers what a reconcile of `parent` would hand the module of `serving`
+/// from its caches, asking the module which objects it references. Changes
+/// nothing.
 pub fn inputs(
     ctx: &Context,
     calls: Calls,
     serving: &Serving,
     parent: &CachedObject,
     parent_json: &str,
-) -> Result<Inputs, ReconcileError> {
+) -> Result<Gathered, ReconcileError> {
     let namespace = parent.meta().namespace.as_deref().unwrap_or_default();
     let uid = parent.meta().uid.as_deref().unwrap_or_default();
     let name = parent.meta().name.as_deref().unwrap_or_default();
@@ -99,5 +100,5 @@ pub fn inputs(
         .iter()
         .filter_map(|reference| related_from_caches(serving, namespace, reference, &mut keys))
         .collect();
-    Ok(Inputs { related, current_json: Children::of(serving, namespace, uid).json })
+    Ok(Gathered { related, current_json: Children::of(serving, namespace, uid).json })
 }
