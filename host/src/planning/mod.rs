@@ -9,12 +9,19 @@
 //!   a swap's dry run, a shadow, a replayed record);
 //! - `compare`, `fields`, `summary`: two versions' outcomes compared object
 //!   by object and field by field, and a plan's counts;
+//! - `kind_schema`, `field_set`, `applied`: how the API server merges a
+//!   kind (from its OpenAPI schema), the fields an object sets as
+//!   server-side apply counts them, and what applying an answer would
+//!   change: the write decision for modules that answer what they set;
 //! - `case`: the golden-case format a reconcile is written down in.
 
 pub mod answer_check;
+pub mod applied;
 pub mod case;
 pub mod compare;
+pub mod field_set;
 pub mod fields;
+pub mod kind_schema;
 pub mod kinds;
 pub mod object_diff;
 pub mod offline;

@@ -1,10 +1,12 @@
 //! Watching: one cache per kind shared by every module, the
-//! compact form objects are kept in, the kinds a manifest names, which
+//! compact form objects are kept in, the owned kinds' merge semantics as
+//! the API server publishes them, the kinds a manifest names, which
 //! parents reference which related objects, and which cache changes wake
 //! which parents (never the echo of a reconcile's own write).
 
 pub mod cached_object;
 pub mod caches;
+pub mod kind_schemas;
 pub mod objects;
 pub(super) mod own_writes;
 pub mod references;
