@@ -54,7 +54,7 @@ TEST_MODULES := $(TEST_MODULE) $(TEST_MODULE_VARIANTS) $(PY_MODULE) $(TS_MODULE)
 .PHONY: test-controllers bench-controllers metacontroller
 .PHONY: helm
 .PHONY: go-operator oci-registry cosign toxiproxy soak soak-rotations
-.PHONY: docs docs-serve mdbook
+.PHONY: docs docs-serve mdbook test-prerequisites
 
 all: build
 
@@ -166,23 +166,12 @@ lint:
 		--all-targets -- -D warnings
 	$(MAKE) --no-print-directory lint-python
 
-## test: every test, from a fresh clone (installs what is missing first).
-## Every suite runs even when an earlier one fails; the exit status says if any did.
-## Ends with the wall time of each suite (CI must stay well under an hour from cold).
+## test: every test, from a fresh clone (installs what is missing first): the linters and the Rust test
+## binaries' build, then the Rust tests beside the other suites (scripts/test-suites.sh). Every suite runs even
+## when an earlier one fails; the exit status says if any did. Ends with the wall time of each suite (CI must
+## stay well under an hour from cold).
 test: build $(TEST_MODULES) $(CONTROL_PLANE) helm go-operator oci-registry cosign
-	@status=0; took=""; \
-	suite() { start=$$(date +%s); "$$@" || status=1; took="$$took$$(printf '%6d s  %s' $$(($$(date +%s) - start)) "$$*")\n"; }; \
-	suite $(MAKE) --no-print-directory lint; \
-	suite $(CARGO) test --release --workspace --no-fail-fast; \
-	suite $(MAKE) --no-print-directory test-fuzz; \
-	suite $(MAKE) --no-print-directory test-python-module; \
-	suite $(MAKE) --no-print-directory test-python-sdk; \
-	suite $(MAKE) --no-print-directory test-typescript; \
-	suite $(MAKE) --no-print-directory test-embeddings; \
-	suite $(MAKE) --no-print-directory test-controllers; \
-	suite $(MAKE) --no-print-directory test-browser; \
-	printf "make test: wall time per suite\n$$took" >&2; \
-	exit $$status
+	@CARGO="$(CARGO)" MAKE="$(MAKE)" bash scripts/test-suites.sh
 
 ## test-fuzz: the short fuzz run make test makes: each target (see fuzz) for FUZZ_TEST_SECONDS (default 20),
 ## from the kept corpus alone; fails on any crash
@@ -434,6 +423,11 @@ docs-serve: docs
 ## mdbook: install (or find) the pinned mdbook; prints its path
 mdbook:
 	@bash scripts/mdbook.sh
+
+# (After every variable it names: a rule's prerequisites expand where it is read.)
+## test-prerequisites: what the suites beside the Rust tests build first (make test builds it before they start)
+test-prerequisites: playground $(OPERATOR) metacontroller $(CONTROLLERS_DEPS) $(JS_EXAMPLE_DEPS) $(PYTHON_DEPS) $(PY_SDK_DEPS) \
+		$(TS_MODULE) $(STATIC_SITE_TS) $(PY_MODULE) $(STATIC_SITE_PY)
 
 clean:
 	$(CARGO) clean
