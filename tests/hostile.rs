@@ -159,3 +159,35 @@ async fn hostile_answers_are_refused_without_harm_and_counted() {
     assert_eq!(memcached_refused, 0, "{metrics}");
     operator.stop().await.expect("a clean stop: the host is alive");
 }
+
+/// A status answer holding a field the CRD's schema does not have: the API
+/// server prunes it, and the host compares the answer as the server stores
+/// it, so the status is written once and not again on every reconcile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_status_field_the_schema_prunes_is_written_once() {
+    let ns = TestNamespace::new("pruned").await;
+    let plane = ns.plane;
+    let greeting = module_file("greeting-hostile.wasm");
+    plane.apply_yaml(&greeting.manifest().crd).await.expect("installing the Greeting CRD");
+    let greetings = ns.api(&greetings_resource());
+    let object = json!({"apiVersion": "example.c5c3.io/v1", "kind": "Greeting", "metadata": {"name": "pruned"},
+                        "spec": {"message": "hostile:status-pruned"}});
+    let object: DynamicObject = serde_json::from_value(object).expect("a Greeting");
+    greetings.create(&PostParams::default(), &object).await.expect("creating a Greeting");
+    let mut options = options(&ns.namespace);
+    options.resync_period = std::time::Duration::from_millis(300);
+    let operator = Running::start_modules(plane, vec![greeting], options).await;
+    let status = eventually("the status written", || async {
+        let status = greetings.get("pruned").await.ok()?.data.get("status")?.clone();
+        (status["phase"] == "Pruned").then_some(status)
+    })
+    .await;
+    assert!(status.get("unknownField").is_none(), "the API server prunes it: {status}");
+
+    let mark = plane.audit_mark().expect("the audit log");
+    let before = operator.reconciles("success");
+    eventually("ten more reconciles", || async { (operator.reconciles("success") >= before + 10).then_some(()) }).await;
+    let writes = ns.operator_writes(mark).await;
+    assert!(writes.is_empty(), "written while nothing changed: {writes:?}");
+    operator.stop().await.expect("a clean stop");
+}

@@ -237,7 +237,7 @@ async fn a_dropped_field_is_found_and_removed_and_another_managers_field_is_left
     assert!(!holds(&schema, &live, &after, Some(&owned)));
     let found = changes(&schema, &live, &after, Some(&owned));
     let dropped: Vec<&str> =
-        found.iter().filter_map(|change| matches!(change, Change::Drop { .. }).then(|| change.path())).collect();
+        found.iter().filter(|change| matches!(change, Change::Drop { .. })).map(Change::path).collect();
     assert_eq!(
         dropped,
         [

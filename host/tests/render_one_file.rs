@@ -1,6 +1,7 @@
 //! `wasm-operator render -f` on a file holding a parent and the objects it
 //! reads, through the binary (`target/greeting.wasm`, built by `make test`):
-//! the Secret beside the parent reaches the module without --related.
+//! the Secret beside the parent reaches the module without --related; a
+//! status field the CRD's schema prunes is named, and left out.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -14,8 +15,12 @@ fn repo_file(path: &str) -> String {
 }
 
 fn render(file: &str) -> (Option<i32>, Vec<Value>, String) {
+    render_with("target/greeting.wasm", file)
+}
+
+fn render_with(module: &str, file: &str) -> (Option<i32>, Vec<Value>, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_wasm-operator"))
-        .args(["render", "--module", &repo_file("target/greeting.wasm"), "-f", &repo_file(file)])
+        .args(["render", "--module", &repo_file(module), "-f", &repo_file(file)])
         .args(["-o", "json", "--now", "2026-01-01T00:00:00Z"])
         .output()
         .expect("the binary runs");
@@ -43,4 +48,17 @@ fn without_the_secret_the_module_answers_unsigned() {
     let (code, items, stderr) = render("host/tests/authoring/parents.yaml");
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(items[0]["data"], json!({"message": "hi", "signature": "unsigned"}), "{stderr}");
+}
+
+#[test]
+fn a_status_field_the_crd_prunes_is_named_and_left_out() {
+    let (code, items, stderr) =
+        render_with("target/greeting-hostile.wasm", "host/tests/authoring/parent-status-pruned.yaml");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("status.unknownField is not in the CRD's status schema: the API server prunes it"),
+        "{stderr}"
+    );
+    let parent = items.iter().find(|o| o["kind"] == "Greeting").expect("the parent");
+    assert_eq!(parent["status"], json!({"phase": "Pruned", "observedGeneration": 1}), "{stderr}");
 }

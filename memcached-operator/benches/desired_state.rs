@@ -265,7 +265,7 @@ fn recorder_cost(module: &LogicModule, cr: &str, secrets: &[String]) {
     let desired = module.reconciler().expect("instantiates").desired(cr, &none, secrets).expect("desired");
     let status = module.reconciler().expect("instantiates").status(cr, &desired, secrets, now, None).expect("status");
     let value = serde_json::from_str(&status).expect("a JSON status");
-    let answer = StatusAnswer { now: now.to_owned(), text: status, value };
+    let answer = StatusAnswer { now: now.to_owned(), text: status, value, pruned: Vec::new() };
     let metrics = Metrics::default();
     let names: Vec<String> = (0..100_000).map(|i| format!("cache-{i}")).collect();
     // One reconcile of parent `names[index]`, as the hook in reconcile.rs hands it over.

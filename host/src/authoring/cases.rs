@@ -160,6 +160,7 @@ pub fn run(module: &LogicModule, kinds: &Kinds, case: &Case) -> Verdict {
     let mut report = compare(&case.expect, &outcome);
     if !report.is_empty() {
         report.extend(outcome.ignored.iter().map(|ignored| format!("note: ignored {ignored}")));
+        report.extend(outcome.pruned.iter().map(|field| crate::authoring::render::pruned_note("note", field)));
     }
     Verdict { passed: report.is_empty(), report, actual: actual(&case.expect, &outcome) }
 }

@@ -95,6 +95,7 @@ impl Rendered {
             notes.push(format!("{what}: being deleted (metadata.deletionTimestamp): the operator writes nothing"));
         }
         notes.extend(outcome.ignored.iter().map(|ignored| format!("{what}: ignored {ignored}")));
+        notes.extend(outcome.pruned.iter().map(|field| pruned_note(what, field)));
         for object in &outcome.deleted {
             notes.push(format!("{what}: the operator would delete {}", documents::describe(object)));
         }
@@ -205,6 +206,11 @@ fn is_of(kinds: &[Kind], object: &Value) -> bool {
     let api_version = object.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
     let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default();
     kinds.iter().any(|k| k.is_group_kind_of(api_version, kind))
+}
+
+/// A status field the parent's CRD schema prunes: the API server drops it.
+pub fn pruned_note(what: &str, field: &str) -> String {
+    format!("{what}: {field} is not in the CRD's status schema: the API server prunes it")
 }
 
 #[cfg(test)]

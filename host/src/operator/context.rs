@@ -225,6 +225,13 @@ pub struct ModuleCalls<'a> {
     parent: (&'a str, &'a str),
 }
 
+impl<'a> ModuleCalls<'a> {
+    /// The version these calls go to.
+    pub fn module(&self) -> &'a LogicModule {
+        self.module
+    }
+}
+
 impl ModuleCaller for ModuleCalls<'_> {
     fn call<T>(&self, function: &'static str, call: impl FnOnce(&mut Reconciler) -> CallResult<T>) -> CallResult<T> {
         self.ctx.call_as(self.calls, self.module, self.parent, function, call)

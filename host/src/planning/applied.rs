@@ -51,12 +51,12 @@ pub const DIGEST_ANNOTATION: &str = "wasm-operator.c5c3.io/applied-digest";
 pub fn with_digest(mut answer: Value) -> Value {
     // Digested without its own mark (and without the annotations it alone
     // made): applying the same answer twice gives the same digest.
-    if let Some(metadata) = answer.get_mut("metadata").and_then(Value::as_object_mut) {
-        if let Some(annotations) = metadata.get_mut("annotations").and_then(Value::as_object_mut) {
-            annotations.remove(DIGEST_ANNOTATION);
-            if annotations.is_empty() {
-                metadata.remove("annotations");
-            }
+    if let Some(metadata) = answer.get_mut("metadata").and_then(Value::as_object_mut)
+        && let Some(annotations) = metadata.get_mut("annotations").and_then(Value::as_object_mut)
+    {
+        annotations.remove(DIGEST_ANNOTATION);
+        if annotations.is_empty() {
+            metadata.remove("annotations");
         }
     }
     // serde_json's maps are ordered by key: the text is canonical.

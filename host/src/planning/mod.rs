@@ -13,6 +13,8 @@
 //!   kind (from its OpenAPI schema), the fields an object sets as
 //!   server-side apply counts them, and what applying an answer would
 //!   change: the write decision for modules that answer what they set;
+//! - `stored`: a status answer as the API server stores it (pruned and
+//!   defaulted by the CRD's schema), which the parent's is compared with;
 //! - `case`: the golden-case format a reconcile is written down in.
 
 pub mod answer_check;
@@ -26,4 +28,5 @@ pub mod kinds;
 pub mod object_diff;
 pub mod offline;
 pub mod step;
+pub mod stored;
 pub mod summary;

@@ -55,6 +55,9 @@ pub struct Outcome {
     pub error: Option<OutcomeError>,
     /// Given objects the operator would not pass to the module, and why.
     pub ignored: Vec<String>,
+    /// Fields of the status answer the parent's schema prunes (the API
+    /// server drops them; `status` is the answer without them).
+    pub pruned: Vec<String>,
     /// The parent is being deleted: the operator calls nothing and writes
     /// nothing (the garbage collector removes the children).
     pub deleting: bool,
@@ -164,7 +167,15 @@ pub fn reconcile(module: &LogicModule, kinds: &Kinds, given: &Given<'_>) -> Outc
             let problem = error.to_string();
             outcome.error = Some(OutcomeError::Spec(error));
             let owned = status_owned.as_deref().unwrap_or(&current_json);
-            let answer = step::status(&calls, parent, owned, related, given.now.to_owned(), Some(&problem));
+            let answer = step::status(
+                &calls,
+                module.status_schema(),
+                parent,
+                owned,
+                related,
+                given.now.to_owned(),
+                Some(&problem),
+            );
             finish_status(answer, Some(problem), &mut outcome);
         }
         Answer::Writes { objects, deletes } => {
@@ -174,7 +185,15 @@ pub fn reconcile(module: &LogicModule, kinds: &Kinds, given: &Given<'_>) -> Outc
                 Some(owned) => owned,
                 None => outcome.desired.iter().map(ToString::to_string).collect(),
             };
-            let answer = step::status(&calls, parent, &after, related, given.now.to_owned(), given.problem);
+            let answer = step::status(
+                &calls,
+                module.status_schema(),
+                parent,
+                &after,
+                related,
+                given.now.to_owned(),
+                given.problem,
+            );
             finish_status(answer, given.problem.map(str::to_owned), &mut outcome);
         }
     }
@@ -185,7 +204,10 @@ pub fn reconcile(module: &LogicModule, kinds: &Kinds, given: &Given<'_>) -> Outc
 fn finish_status(answer: Result<StatusAnswer, StepError>, problem: Option<String>, outcome: &mut Outcome) {
     outcome.problem = problem;
     match answer {
-        Ok(answer) => outcome.status = Some(answer.value),
+        Ok(answer) => {
+            outcome.status = Some(answer.value);
+            outcome.pruned = answer.pruned;
+        }
         // A spec error found before stays the reconcile's error.
         Err(error) => {
             if outcome.error.is_none() {

@@ -16,6 +16,7 @@ use serde_json::Value;
 use crate::planning::answer_check::{self, DesiredObject, Owner};
 use crate::planning::kinds::Kind;
 use crate::planning::object_diff::same_ignoring_nulls;
+use crate::planning::stored::as_stored;
 use crate::runtime::answer::{RefusedAnswer, check_status};
 use crate::runtime::bindings::ObjectRef;
 use crate::runtime::call_error::{CallError, CallResult, LogicError};
@@ -205,13 +206,21 @@ pub struct StatusAnswer {
     pub now: String,
     /// Its answer, as the module gave it (JSON).
     pub text: String,
+    /// Its answer as the API server will store it (`planning/stored.rs`):
+    /// what the parent's status is compared with.
     pub value: Value,
+    /// The fields of the answer the parent's schema prunes.
+    pub pruned: Vec<String>,
 }
 
 /// The second half: the parent's status from the objects as the writes
-/// left them (`owned`), told what went wrong (`problem`), if anything.
+/// left them (`owned`), told what went wrong (`problem`), if anything;
+/// read as the API server stores it under `schema` (the CRD's status
+/// schema, when the module ships one).
+#[allow(clippy::too_many_arguments)]
 pub fn status(
     calls: &impl ModuleCaller,
+    schema: Option<&Value>,
     parent: Parent<'_>,
     owned: &[String],
     related: &[String],
@@ -222,7 +231,14 @@ pub fn status(
         .call("status", |m| m.status(parent.json, owned, related, &now, problem))
         .map_err(|source| StepError::Module { function: "status", source })?;
     let value = check_status(&text).map_err(StepError::Refused)?;
-    Ok(StatusAnswer { now, text, value })
+    let (value, pruned) = match schema {
+        Some(schema) => {
+            let stored = as_stored(&value, schema, "status");
+            (stored.value, stored.pruned)
+        }
+        None => (value, Vec::new()),
+    };
+    Ok(StatusAnswer { now, text, value, pruned })
 }
 
 /// The current time as `status` is told it (RFC 3339, seconds).

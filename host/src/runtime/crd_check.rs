@@ -54,6 +54,16 @@ pub fn check(crd: &str, parent: &KindInfo) -> Result<(), String> {
     schema::check(&crd)
 }
 
+/// The schema of `parent`'s `status` in `crd` (its served version's), for
+/// comparing a status answer as the API server stores it; none when the
+/// module ships no CRD or it says nothing of the status.
+pub fn status_schema(crd: &str, parent: &KindInfo) -> Option<Value> {
+    let crd: Value = serde_norway::from_str(crd).ok()?;
+    let versions = crd.pointer("/spec/versions")?.as_array()?;
+    let version = versions.iter().find(|v| v["name"] == parent.version.as_str())?;
+    version.pointer("/schema/openAPIV3Schema/properties/status").cloned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -101,6 +101,8 @@ pub struct LogicModule {
     /// a call takes what is here when its instance is made.
     code: Arc<ArcSwap<Code>>,
     manifest: Arc<Manifest>,
+    /// The schema of the parent's status in the CRD the manifest ships.
+    status_schema: Option<Arc<serde_json::Value>>,
     /// Whether it imports WASI: its calls then run off the async runtime.
     imports_wasi: bool,
 }
@@ -330,6 +332,7 @@ impl LogicModule {
             contract: checked.export,
             code: Arc::new(ArcSwap::from_pointee(code)),
             manifest: Arc::new(empty_manifest()),
+            status_schema: None,
             imports_wasi: checked.imports_wasi,
         };
         let manifest = module
@@ -342,6 +345,7 @@ impl LogicModule {
             .map_err(|error| LoadError::Manifest { source_name: module.source.clone(), error })?;
         check_manifest(&manifest)
             .map_err(|problem| LoadError::BadManifest { source_name: module.source.clone(), problem })?;
+        module.status_schema = super::crd_check::status_schema(&manifest.crd, &manifest.parent).map(Arc::new);
         module.manifest = Arc::new(manifest);
         Ok(module)
     }
@@ -390,6 +394,12 @@ impl LogicModule {
     /// What the module said of itself when it was loaded.
     pub fn manifest(&self) -> &Manifest {
         &self.manifest
+    }
+
+    /// The schema of the parent's status in the CRD the module ships: a
+    /// status answer is compared as the API server stores it.
+    pub fn status_schema(&self) -> Option<&serde_json::Value> {
+        self.status_schema.as_deref()
     }
 
     pub fn name(&self) -> &str {

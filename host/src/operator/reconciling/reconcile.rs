@@ -179,7 +179,8 @@ async fn invalid_spec(
     // write.
     let problem = error.to_string();
     let parent = Parent { json: view.json, namespace, uid: view.uid };
-    let status = step::status(calls, parent, view.owned, view.related, step::now(), Some(&problem))?;
+    let schema = calls.module().status_schema();
+    let status = step::status(calls, schema, parent, view.owned, view.related, step::now(), Some(&problem))?;
     ctx.recorder.record(&recorded(view, Err(error), None, Some(&problem), &status));
     if write_status(ctx, view, &status).await? {
         ctx.events.warning(regarding, "InvalidSpec", error.to_string()).await;
@@ -291,7 +292,8 @@ async fn apply(
         (None, true) => None,
     };
     let parent = Parent { json: view.json, namespace: view.namespace, uid: view.uid };
-    let written = match step::status(calls, parent, &owned_now, view.related, step::now(), problem.as_deref()) {
+    let schema = calls.module().status_schema();
+    let written = match step::status(calls, schema, parent, &owned_now, view.related, step::now(), problem.as_deref()) {
         Ok(status) => {
             if let Some(desired) = answered {
                 ctx.recorder.record(&recorded(view, Ok(desired), Some(&owned_now), problem.as_deref(), &status));

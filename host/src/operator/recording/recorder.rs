@@ -372,6 +372,7 @@ mod tests {
                 now: "2026-01-01T00:00:00Z".into(),
                 text: json!({"phase": message}).to_string(),
                 value: json!({"phase": message}),
+                pruned: Vec::new(),
             },
         }
     }

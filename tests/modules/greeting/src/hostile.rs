@@ -10,6 +10,9 @@
 //! the module reads it; wit-bindgen copies its pointer and length into the
 //! return area as they are, so the host sees exactly those bytes in the
 //! module's memory (the lowest level a Rust component reaches).
+//!
+//! Its CRD declares the status's fields (the API server prunes others),
+//! where the real Greeting's keeps whatever its status holds.
 
 use wasm_operator_sdk::__private as sdk;
 use wasm_operator_sdk::serde_json::{Value, json};
@@ -79,15 +82,35 @@ fn status_answer(answer: &str) -> Option<String> {
             "status-number" => "42",
             "status-null" => "null",
             "status-deep" => return Some(deep(100_000)),
+            // Careless rather than hostile: a status with a field the CRD's
+            // schema does not have (the API server prunes it).
+            "status-pruned" => r#"{"phase": "Pruned", "observedGeneration": 1, "unknownField": {"kept": false}}"#,
             _ => return None,
         }
         .to_owned(),
     )
 }
 
+/// `crd` with a status schema that names its fields (`conditions` for the
+/// host's own `Stalled`): anything else in a status answer is pruned.
+fn strict_status(crd: &str) -> String {
+    let Ok(mut crd) = wasm_operator_sdk::serde_json::from_str::<Value>(crd) else { return crd.to_owned() };
+    let status = json!({"type": "object", "nullable": true, "properties": {
+        "observedGeneration": {"type": "integer"},
+        "phase": {"type": "string"},
+        "conditions": {"type": "array", "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}
+    }});
+    if let Some(properties) = crd.pointer_mut("/spec/versions/0/schema/openAPIV3Schema/properties") {
+        properties["status"] = status;
+    }
+    crd.to_string()
+}
+
 impl sdk::Guest for Export {
     fn manifest() -> sdk::ModuleManifest {
-        sdk::manifest::<Greetings>()
+        let mut manifest = sdk::manifest::<Greetings>();
+        manifest.crd = strict_status(&manifest.crd);
+        manifest
     }
 
     fn references(parent: String) -> Result<Vec<sdk::WitObjectRef>, sdk::WitError> {
