@@ -166,8 +166,8 @@ lint:
 		--all-targets -- -D warnings
 	$(MAKE) --no-print-directory lint-python
 
-## test: every test, from a fresh clone (installs what is missing first): the linters and the Rust test
-## binaries' build, then the Rust tests beside the other suites (scripts/test-suites.sh). Every suite runs even
+## test: every test, from a fresh clone (installs what is missing first): the Rust test binaries' build, then
+## the Rust tests beside the linters and the other suites (scripts/test-suites.sh). Every suite runs even
 ## when an earlier one fails; the exit status says if any did. Ends with the wall time of each suite (CI must
 ## stay well under an hour from cold).
 test: build $(TEST_MODULES) $(CONTROL_PLANE) helm go-operator oci-registry cosign

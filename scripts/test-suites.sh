@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Every suite of `make test`, in two phases:
-#  1. what keeps both cores busy, one after the other: the linters,
-#     compiling every Rust test binary, and what the other suites build
-#     first (make test-prerequisites);
-#  2. what mostly waits (on API servers, processes, a browser), side by side:
-#     the Rust test binaries on one side; the fuzz smoke, the Python and
-#     TypeScript suites, the embeddings, the controllers and the browser on
-#     the other.
+#  1. compiling every Rust test binary, and what the other suites build
+#     first (make test-prerequisites), one after the other;
+#  2. side by side: the Rust test binaries, which mostly wait on API
+#     servers and processes, on one side; on the other the linters (whose
+#     CPU the waiting leaves free), the fuzz smoke, the Python and
+#     TypeScript suites, the embeddings, the controllers and the browser.
+#     The linters start a moment after the tests: cargo holds the target
+#     folder's lock only while it builds, and the tests' cargo finds
+#     everything built and lets go of it at once.
 # The Rust tests stream to standard output; the other side's output goes to
 # target/test-logs/<suite>.log and is printed once both sides are done.
 # Every suite runs even when an earlier one fails; the exit status says if
@@ -34,12 +36,12 @@ suite() {
 # The other side: each suite's output into its log.
 others() {
   local name
-  for name in test-fuzz test-python-module test-python-sdk test-typescript test-embeddings test-controllers test-browser; do
+  sleep 15
+  for name in lint test-fuzz test-python-module test-python-sdk test-typescript test-embeddings test-controllers test-browser; do
     suite "$name" "$MAKE" --no-print-directory "$name" > "$LOGS/$name.log" 2>&1
   done
 }
 
-suite lint "$MAKE" --no-print-directory lint
 suite build-tests "$CARGO" test --release --workspace --no-run
 suite prerequisites "$MAKE" --no-print-directory test-prerequisites
 
@@ -48,7 +50,7 @@ others_pid=$!
 suite cargo-test "$CARGO" test --release --workspace --no-fail-fast
 wait "$others_pid"
 
-for name in test-fuzz test-python-module test-python-sdk test-typescript test-embeddings test-controllers test-browser; do
+for name in lint test-fuzz test-python-module test-python-sdk test-typescript test-embeddings test-controllers test-browser; do
   printf '\n===== %s =====\n' "$name"
   cat "$LOGS/$name.log" 2>/dev/null
 done
@@ -56,7 +58,7 @@ done
 status=0
 {
   echo "make test: wall time per suite (the Rust tests beside the rest)"
-  for name in lint build-tests prerequisites cargo-test test-fuzz test-python-module test-python-sdk test-typescript test-embeddings \
+  for name in build-tests prerequisites cargo-test lint test-fuzz test-python-module test-python-sdk test-typescript test-embeddings \
     test-controllers test-browser; do
     cat "$LOGS/$name.took" 2>/dev/null
     if [ -e "$LOGS/$name.failed" ]; then
