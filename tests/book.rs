@@ -1,8 +1,10 @@
 //! The book in docs/ (mdBook) and README.md: the book builds with the pinned
 //! mdbook (scripts/mdbook.sh), every link and anchor of every built page and
 //! every relative link of the README resolves, every page is in the table of
-//! contents, no page speaks of the tracker or of work sessions, and the
-//! reference pages are what the binaries, the CRDs and the sources say now.
+//! contents, no page speaks of the tracker or of work sessions, the
+//! reference pages are what the binaries, the CRDs and the sources say now,
+//! and every flag a hand-written table lists and every metric a page names
+//! is in those references.
 //!
 //! `UPDATE_REFERENCE=1 cargo test --release --workspace --test book` writes
 //! the reference pages again.
@@ -167,6 +169,77 @@ fn the_command_reference_is_what_the_binaries_print() {
 #[test]
 fn the_metrics_reference_is_what_the_host_registers() {
     book_reference::check("reference/metrics.md", &book_reference::metrics(&root()));
+}
+
+/// The `--flag`s a flag table's rows start with (`| \`--module PATH\` ...`).
+fn table_flags(page: &str) -> Vec<String> {
+    page.lines()
+        .filter_map(|line| line.strip_prefix("| `--"))
+        .map(|rest| {
+            let name: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-').collect();
+            format!("--{name}")
+        })
+        .collect()
+}
+
+/// Every metric name a page writes in backticks (a histogram's series
+/// named by its family; not a prefix such as `wasm_operator_*`, nor the
+/// Python SDK's package `wasm_operator_sdk`).
+fn named_metrics(page: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    for piece in page.split('`').skip(1).step_by(2) {
+        for prefix in ["wasm_operator_", "memcached_operator_"] {
+            if let Some(at) = piece.find(prefix) {
+                let name: String = piece[at..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+                let family = ["_bucket", "_sum", "_count"]
+                    .iter()
+                    .find_map(|suffix| name.strip_suffix(suffix))
+                    .unwrap_or(&name)
+                    .to_owned();
+                if !family.ends_with('_') && family != "wasm_operator_sdk" {
+                    names.push(family);
+                }
+            }
+        }
+    }
+    names
+}
+
+#[test]
+fn every_flag_and_metric_a_page_names_is_one_the_binaries_have() {
+    let commands = std::fs::read_to_string(root().join("docs/src/reference/commands.md")).expect("the commands page");
+    let metrics = std::fs::read_to_string(root().join("docs/src/reference/metrics.md")).expect("the metrics page");
+    let mut unknown = Vec::new();
+    for path in book_sources().iter().filter(|path| !path.starts_with(root().join("docs/src/reference"))) {
+        let page = std::fs::read_to_string(path).expect("a page");
+        let shown = path.strip_prefix(root()).unwrap_or(path).display().to_string();
+        for flag in table_flags(&page) {
+            if !commands.contains(&format!("{flag} ")) && !commands.contains(&format!("{flag}=")) {
+                unknown.push(format!("{shown}: flag {flag}"));
+            }
+        }
+        for metric in named_metrics(&page) {
+            if !metrics.contains(&format!("`{metric}`")) {
+                unknown.push(format!("{shown}: metric {metric}"));
+            }
+        }
+    }
+    assert!(unknown.is_empty(), "named in the book, unknown to the binaries:\n{}", unknown.join("\n"));
+}
+
+#[test]
+fn flags_and_metrics_are_read_as_pages_write_them() {
+    assert_eq!(
+        table_flags("| `--module PATH` (env X) | a |\n| `--metrics-secure` (bare) |\ntext `--not-a-row`"),
+        ["--module", "--metrics-secure"]
+    );
+    assert_eq!(
+        named_metrics(
+            "`wasm_operator_reconcile_duration_seconds_bucket{le=\"1\"}`, `rate(memcached_operator_x_total[5m])`, \
+             `wasm_operator_module_*` and `import wasm_operator_sdk`"
+        ),
+        ["wasm_operator_reconcile_duration_seconds", "memcached_operator_x_total"]
+    );
 }
 
 #[test]
