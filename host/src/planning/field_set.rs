@@ -5,7 +5,7 @@
 //! tells the host whether an apply would add or remove ownership, without
 //! sending it.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use serde_json::{Map, Value};
@@ -109,7 +109,9 @@ impl FieldSet {
 pub fn item_element(schema: &KindSchema, list: &ListType, items: ShapeRef, item: &Value, index: usize) -> Element {
     match list {
         ListType::Map { keys } => {
-            let mut named = Map::new();
+            // Sorted by name whatever serde_json's map keeps: the server
+            // writes keys sorted.
+            let mut named = BTreeMap::new();
             for key in keys {
                 match item.get(key).filter(|value| !value.is_null()).or_else(|| schema.member_default(items, key)) {
                     Some(value) => {
@@ -118,7 +120,10 @@ pub fn item_element(schema: &KindSchema, list: &ListType, items: ShapeRef, item:
                     None => continue,
                 }
             }
-            if named.is_empty() { Element::Index(index) } else { Element::Key(Value::Object(named).to_string()) }
+            match serde_json::to_string(&named) {
+                Ok(text) if !named.is_empty() => Element::Key(text),
+                _ => Element::Index(index),
+            }
         }
         ListType::Set => Element::Value(item.to_string()),
         ListType::Atomic => Element::Index(index),
@@ -313,6 +318,16 @@ mod tests {
     fn bad_fields_v1_is_named() {
         assert_eq!(FieldSet::from_fields_v1(&json!({"x:y": {}})), Err(FieldSetError::Element("x:y".into())));
         assert_eq!(FieldSet::from_fields_v1(&json!({"f:spec": 1})), Err(FieldSetError::NotAnObject("spec".into())));
+    }
+
+    #[test]
+    fn an_items_keys_are_written_sorted_as_the_server_writes_them() {
+        let schema = thing();
+        let keys = ListType::Map { keys: vec!["protocol".into(), "port".into()] };
+        let item = json!({"protocol": "UDP", "port": 53});
+        let element = item_element(&schema, &keys, schema.root(), &item, 0);
+        assert_eq!(element, Element::Key(r#"{"port":53,"protocol":"UDP"}"#.into()));
+        assert_eq!(parse_element(r#"k:{"protocol":"UDP","port":53}"#), Ok(element));
     }
 
     #[test]
