@@ -7,6 +7,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::runtime::crd_check::schema::apply_defaults;
+
 /// A value as stored, and the fields the schema pruned from it.
 #[derive(Debug, PartialEq)]
 pub struct Stored {
@@ -22,7 +24,7 @@ pub fn as_stored(value: &Value, schema: &Value, at: &str) -> Stored {
     let mut value = value.clone();
     let mut pruned = Vec::new();
     prune(&mut value, schema, at, &mut pruned);
-    default(&mut value, schema);
+    apply_defaults(&mut value, schema);
     Stored { value, pruned }
 }
 
@@ -79,32 +81,6 @@ fn prune_object(object: &mut Map<String, Value>, schema: &Value, at: &str, prune
                 object.remove(&name);
             }
         }
-    }
-}
-
-/// The defaults of absent fields, below objects that are there.
-fn default(value: &mut Value, schema: &Value) {
-    match value {
-        Value::Object(object) => {
-            if let Some(Value::Object(properties)) = schema.get("properties") {
-                for (name, property) in properties {
-                    if let (false, Some(default)) = (object.contains_key(name), property.get("default")) {
-                        object.insert(name.clone(), default.clone());
-                    }
-                    if let Some(field) = object.get_mut(name) {
-                        self::default(field, property);
-                    }
-                }
-            } else if let Some(values) = schema.get("additionalProperties").filter(|values| values.is_object()) {
-                object.values_mut().for_each(|field| self::default(field, values));
-            }
-        }
-        Value::Array(items) => {
-            if let Some(item) = schema.get("items") {
-                items.iter_mut().for_each(|field| self::default(field, item));
-            }
-        }
-        _ => {}
     }
 }
 

@@ -4,7 +4,7 @@
 //! status subresource the host writes through) would fail only later, on
 //! the cluster, with a less clear message.
 
-mod schema;
+pub mod schema;
 
 use serde_json::Value;
 

@@ -224,8 +224,9 @@ fn root_metadata(map: &Map<String, Value>, path: &str, problems: &mut Vec<String
 }
 
 /// Fills in, below `value`, the defaults `schema` sets for absent fields,
-/// as the API server does before it validates a default.
-fn apply_defaults(value: &mut Value, schema: &Value) {
+/// as the API server does before it validates a default (and as it stores
+/// a value: `planning/stored.rs`).
+pub fn apply_defaults(value: &mut Value, schema: &Value) {
     match value {
         Value::Object(object) => {
             if let Some(Value::Object(properties)) = schema.get("properties") {
