@@ -20,9 +20,10 @@ core=target/wasm/wasm32-unknown-unknown/release/${package//-/_}.wasm
 
 # The guest wants speed and size: fat LTO, one codegen unit, and no
 # unwinding machinery (a panic traps; the guest is written not to panic).
-export CARGO_PROFILE_RELEASE_LTO=true
-export CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1
-export CARGO_PROFILE_RELEASE_PANIC=abort
+# Given to the wasm build alone: the host's build below, with them, would be
+# another build of the whole host (ten minutes cold on 2 cores) that no
+# other build shares.
+wasm_profile=(CARGO_PROFILE_RELEASE_LTO=true CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 CARGO_PROFILE_RELEASE_PANIC=abort)
 # A 512 KiB stack, and a 2 MiB initial memory: stack, data, and room for a
 # reconcile's heap, which the guest's allocator takes from the initial pages
 # (guest/src/heap.rs) so that a fresh instance never grows its memory (each
@@ -41,11 +42,11 @@ export CARGO_PROFILE_RELEASE_PANIC=abort
 # at 25 under 192 MiB, inside the operator's default bound of 256 MiB.
 threshold=25
 if [ "$package" = memcached-logic ]; then threshold=75; fi
-export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="-C link-arg=-zstack-size=524288 -C link-arg=--initial-memory=2097152 -C llvm-args=-inline-threshold=$threshold"
+wasm_profile+=("CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS=-C link-arg=-zstack-size=524288 -C link-arg=--initial-memory=2097152 -C llvm-args=-inline-threshold=$threshold")
 
 if rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown; then
     echo "build-wasm: using rustup's wasm32-unknown-unknown target" >&2
-    cargo build --release -p "$package" --lib --target wasm32-unknown-unknown --target-dir target/wasm \
+    env "${wasm_profile[@]}" cargo build --release -p "$package" --lib --target wasm32-unknown-unknown --target-dir target/wasm \
         ${features:+--features "$features"}
 else
     if [ ! -x /usr/bin/cargo ] || [ ! -d /usr/lib/rustlib/src/rust/library ]; then
@@ -53,7 +54,7 @@ else
     fi
     echo "build-wasm: using Debian's rustc-web with -Zbuild-std" >&2
     # /usr/bin first, so that this cargo runs its own rustc, not rustup's.
-    (cd "$dir" && PATH=/usr/bin:$PATH RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1 \
+    (cd "$dir" && env "${wasm_profile[@]}" PATH=/usr/bin:$PATH RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1 \
         /usr/bin/cargo build --release --lib --target wasm32-unknown-unknown \
         -Zbuild-std=std,panic_abort --target-dir "$root/target/wasm" ${features:+--features "$features"})
 fi
