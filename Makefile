@@ -45,7 +45,11 @@ STATIC_SITE_RUST := target/static-site-rust.wasm
 STATIC_SITE_TS := target/static-site-ts.wasm
 STATIC_SITE_PY := target/static-site-py.wasm
 STATIC_SITE_MODULES := $(STATIC_SITE_RUST) $(STATIC_SITE_TS) $(STATIC_SITE_PY)
-TEST_MODULES := $(TEST_MODULE) $(TEST_MODULE_VARIANTS) $(PY_MODULE) $(TS_MODULE) $(STATIC_SITE_MODULES)
+# A module written by server-side apply (the Rust SDK's WriteModel::Apply):
+# a Queue CR owning a StatefulSet, a Service, a ConfigMap and a PodDisruptionBudget.
+QUEUE_MODULE := target/queue.wasm
+QUEUE_MODULE_SOURCES := $(shell find tests/modules/queue/src -type f) tests/modules/queue/Cargo.toml $(SDK_RUST_SOURCES)
+TEST_MODULES := $(TEST_MODULE) $(TEST_MODULE_VARIANTS) $(QUEUE_MODULE) $(PY_MODULE) $(TS_MODULE) $(STATIC_SITE_MODULES)
 
 .PHONY: all build wasm test manifests bench bench-e2e bench-100k code-order guest-code-order bench-swap bench-plan bench-compile run render-samples envtest clean
 .PHONY: playground playground-serve test-embeddings test-browser test-python-module test-typescript lint test-authoring
@@ -101,6 +105,9 @@ $(TEST_MODULE): $(TEST_MODULE_SOURCES) scripts/build-wasm.sh
 
 target/greeting-%.wasm: $(TEST_MODULE_SOURCES) scripts/build-wasm.sh
 	bash scripts/build-wasm.sh tests/modules/greeting greeting-logic $@ $*
+
+$(QUEUE_MODULE): $(QUEUE_MODULE_SOURCES) scripts/build-wasm.sh
+	bash scripts/build-wasm.sh tests/modules/queue queue-logic $@
 
 $(PY_MODULE): $(PY_MODULE_SOURCES) wit/controller/controller.wit scripts/build-python-module.sh
 	bash scripts/build-python-module.sh

@@ -20,7 +20,7 @@ from wasmtime.component import Component, Linker, Variant
 DEFAULT_COMPONENT = Path(__file__).resolve().parents[2] / "target" / "memcached.wasm"
 # The typed interface, and the generic contract a `wasm-operator` host drives.
 MEMCACHED = "c5c3:memcached/memcached@0.2.0"
-RECONCILER = "wasm-operator:controller/reconciler@1.1.0"
+RECONCILER = "wasm-operator:controller/reconciler@1.2.0"
 ERROR_TAGS = ("malformed", "invalid", "unsupported")
 
 

@@ -163,6 +163,10 @@ pub fn manifest_command(flavor: &Flavor, args: &ModuleArgs) -> Result<ExitCode> 
                 "reads": m.reads.iter().map(kind).collect::<Vec<_>>(),
                 "fieldManager": m.field_manager,
                 "eventReporter": m.event_reporter,
+                "writes": match module.write_model() {
+                    crate::runtime::bindings::WriteModel::Replace => "replace",
+                    crate::runtime::bindings::WriteModel::Apply => "apply",
+                },
             })
         })
         .collect();

@@ -79,7 +79,8 @@ fn any_module_tells_the_host_its_kinds_and_crd() {
     assert_eq!(greeting_manifest["name"], "greeting");
     assert_eq!(greeting_manifest["parent"]["kind"], "Greeting");
     assert_eq!(greeting_manifest["owned"][0]["kind"], "ConfigMap");
-    assert_eq!(greeting_manifest["contract"], "wasm-operator:controller/reconciler@1.1.0");
+    assert_eq!(greeting_manifest["contract"], "wasm-operator:controller/reconciler@1.2.0");
+    assert_eq!(greeting_manifest["writes"], "replace", "the SDK's default");
     let digest = greeting_manifest["digest"].as_str().expect("a digest");
     assert!(digest.starts_with("sha256:") && digest.len() == 7 + 64, "{digest}");
 

@@ -23,10 +23,10 @@ use serde_json::{Value, json};
 use wasm_operator::authoring::function_order::{ENTRY_EXPORT_PREFIX, defined_function_names, instrument_entries};
 use wasmtime::{Engine, Instance, Memory, Module, Store, TypedFunc, Val};
 
-const DESIRED: &str = "wasm-operator:controller/reconciler@1.1.0#desired";
-const STATUS: &str = "wasm-operator:controller/reconciler@1.1.0#status";
-const REFERENCES: &str = "wasm-operator:controller/reconciler@1.1.0#references";
-const MANIFEST: &str = "wasm-operator:controller/reconciler@1.1.0#manifest";
+const DESIRED: &str = "wasm-operator:controller/reconciler@1.2.0#desired";
+const STATUS: &str = "wasm-operator:controller/reconciler@1.2.0#status";
+const REFERENCES: &str = "wasm-operator:controller/reconciler@1.2.0#references";
+const MANIFEST: &str = "wasm-operator:controller/reconciler@1.2.0#manifest";
 
 fn main() -> Result<()> {
     let args: Vec<PathBuf> = std::env::args_os().skip(1).map(PathBuf::from).collect();

@@ -26,7 +26,7 @@ let compiled = null;
 /// A fresh instance: { memcached, reconciler } with every WIT function, and
 /// failures thrown as LogicError. `memcached` is the typed
 /// `c5c3:memcached/memcached@0.2.0` interface, `reconciler` the generic
-/// `wasm-operator:controller/reconciler@1.1.0` contract a host drives.
+/// `wasm-operator:controller/reconciler@1.2.0` contract a host drives.
 export async function instance() {
   compiled ??= WebAssembly.compile(fs.readFileSync(CORE));
   const core = await compiled;

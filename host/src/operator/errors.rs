@@ -24,6 +24,8 @@ pub enum ReconcileError {
     Vanished { kind: String, name: String },
     #[error("the parent has no namespace or uid")]
     MissingMetadata,
+    #[error("reading how the API server merges {kind}: {source}")]
+    Schema { kind: String, source: crate::operator::watching::kind_schemas::KindSchemaError },
 }
 
 impl From<StepError> for ReconcileError {
@@ -42,7 +44,7 @@ impl ReconcileError {
     pub fn counts_against_the_module(&self) -> bool {
         match self {
             ReconcileError::Api { verb, source, .. } => {
-                matches!(**source, kube::Error::Api(ref status) if (*verb == "create" || *verb == "update") && (status.code == 400 || status.code == 422))
+                matches!(**source, kube::Error::Api(ref status) if matches!(*verb, "create" | "update" | "apply") && (status.code == 400 || status.code == 422))
             }
             other => other.module_failure().is_some(),
         }

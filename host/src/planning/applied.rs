@@ -47,6 +47,25 @@ impl Change {
 /// The annotation an applied answer carries: its digest.
 pub const DIGEST_ANNOTATION: &str = "wasm-operator.c5c3.io/applied-digest";
 
+/// What the host applies for `answer`: without the members the API server
+/// sets (a stale resourceVersion would make the apply a precondition, and
+/// the main resource's apply ignores `status`), with its digest.
+pub fn prepared(mut answer: Value) -> Value {
+    if let Some(object) = answer.as_object_mut() {
+        object.remove("status");
+        if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+            for member in SERVER_SET {
+                metadata.remove(*member);
+            }
+        }
+    }
+    with_digest(answer)
+}
+
+/// The metadata the API server sets, left out of an apply.
+const SERVER_SET: &[&str] =
+    &["resourceVersion", "uid", "creationTimestamp", "generation", "managedFields", "selfLink", "deletionTimestamp"];
+
 /// `answer` with its digest annotation: what the host applies.
 pub fn with_digest(mut answer: Value) -> Value {
     // Digested without its own mark (and without the annotations it alone
@@ -433,6 +452,23 @@ mod tests {
                 Change::Order { path: "spec.ports".into() },
             ]
         );
+    }
+
+    #[test]
+    fn what_the_server_sets_is_left_out_of_an_apply_and_the_digest_ignores_it() {
+        let answer = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "a", "namespace": "ns", "resourceVersion": "7", "uid": "u", "generation": 2,
+                         "creationTimestamp": "2026-12-01T00:00:00Z", "managedFields": [], "labels": {"x": "1"}},
+            "data": {"k": "v"}, "status": {"phase": "x"}});
+        let applied = prepared(answer.clone());
+        assert_eq!(applied["metadata"]["labels"], json!({"x": "1"}));
+        assert!(applied.get("status").is_none());
+        for member in SERVER_SET {
+            assert!(applied["metadata"].get(*member).is_none(), "{member}");
+        }
+        let mut newer = answer;
+        newer["metadata"]["resourceVersion"] = json!("8");
+        assert_eq!(prepared(newer), applied, "the same answer at another resourceVersion is the same apply");
     }
 
     #[test]

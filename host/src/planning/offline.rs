@@ -16,7 +16,7 @@
 use serde_json::Value;
 
 use crate::planning::kinds::{Kind, Kinds};
-use crate::planning::step::{self, Answer, Child, Inputs, ModuleCaller, Parent, StatusAnswer, StepError};
+use crate::planning::step::{self, Answer, Child, Inputs, ModuleCaller, Parent, StatusAnswer, StepError, Writing};
 use crate::runtime::bindings::ObjectRef;
 use crate::runtime::call_error::{CallError, CallResult, LogicError};
 use crate::runtime::logic_module::LogicModule;
@@ -143,8 +143,17 @@ pub fn reconcile(module: &LogicModule, kinds: &Kinds, given: &Given<'_>) -> Outc
         .iter()
         .map(|(kind_index, o)| Child { kind_index: *kind_index, name: str_at(o, "/metadata/name") })
         .collect();
-    let inputs =
-        Inputs { parent, owned_kinds: &kinds.owned, owned: &current_json, children: &children, keep_answer: false };
+    // What each answer is, compared as a replace compares it: given
+    // objects carry no managers' fields, so an apply could not be decided
+    // as the operator decides it (see the design record on server-side apply).
+    let inputs = Inputs {
+        parent,
+        owned_kinds: &kinds.owned,
+        owned: &current_json,
+        children: &children,
+        keep_answer: false,
+        writing: Writing::Replace,
+    };
 
     let mut ignored = Vec::new();
     let planned = step::plan(&calls, &inputs, |reference| {

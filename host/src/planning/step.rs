@@ -11,9 +11,14 @@
 //! A write refused with a conflict asks again through [`desire`], the
 //! middle of the same plan, with the object as the API server has it.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use crate::planning::answer_check::{self, DesiredObject, Owner};
+use crate::planning::applied;
+use crate::planning::field_set::FieldSet;
+use crate::planning::kind_schema::KindSchema;
 use crate::planning::kinds::Kind;
 use crate::planning::object_diff::same_ignoring_nulls;
 use crate::planning::stored::as_stored;
@@ -66,13 +71,40 @@ pub struct Inputs<'a> {
     pub children: &'a [Child<'a>],
     /// Keep `desired`'s answer as given ([`Plan::answered`]).
     pub keep_answer: bool,
+    /// How the module's answers are written (its `writes`).
+    pub writing: Writing<'a>,
+}
+
+/// How an answer becomes a write: the module's `writes` model, with what
+/// deciding an apply needs.
+#[derive(Clone, Copy)]
+pub enum Writing<'a> {
+    /// The answer is the whole object: updated unless the child equals it.
+    Replace,
+    /// The answer holds the fields the module sets: applied unless the
+    /// child holds it (`planning/applied.rs`).
+    Apply(Applying<'a>),
+}
+
+/// What deciding an apply needs besides the answer and the child.
+#[derive(Clone, Copy)]
+pub struct Applying<'a> {
+    /// Each owned kind's schema, by kind index.
+    pub schemas: &'a [Arc<KindSchema>],
+    /// The fields the module's manager applied to each child (the children's
+    /// order); none where it never applied one.
+    pub applied: &'a [Option<FieldSet>],
 }
 
 /// The write one desired object needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Write {
+    /// It does not exist: created (by an apply, for a module that applies).
     Create,
+    /// It differs: updated to the answer (`replace`).
     Update,
+    /// It does not hold the answer: applied (`apply`).
+    Apply,
     /// It is as the module wants it: no request at all.
     Unchanged,
 }
@@ -171,9 +203,11 @@ fn desire_keeping(
 }
 
 /// The writes `wanted` calls for against the current children: each
-/// object created, updated or left as it is (equal, counting a null as
-/// absent, to the child as the module read it), and the children no object
-/// names deleted.
+/// object created, written or left as it is, and the children no object
+/// names deleted. With `replace`, an object is left as it is when the child
+/// as the module read it equals it (counting a null as absent); with
+/// `apply`, when the child holds the answer (`planning/applied.rs`), and the
+/// object planned is what is applied (`applied::prepared`).
 pub fn writes(inputs: &Inputs<'_>, wanted: Vec<DesiredObject>) -> (Vec<PlannedObject>, Vec<usize>) {
     let objects: Vec<PlannedObject> = wanted
         .into_iter()
@@ -182,12 +216,28 @@ pub fn writes(inputs: &Inputs<'_>, wanted: Vec<DesiredObject>) -> (Vec<PlannedOb
                 .children
                 .iter()
                 .position(|child| child.kind_index == object.kind_index && child.name == object.name);
-            let write = match current {
-                None => Write::Create,
-                Some(index) if is_unchanged(&inputs.owned[index], &object.value) => Write::Unchanged,
-                Some(_) => Write::Update,
+            let (write, value) = match inputs.writing {
+                Writing::Replace => {
+                    let write = match current {
+                        None => Write::Create,
+                        Some(index) if is_unchanged(&inputs.owned[index], &object.value) => Write::Unchanged,
+                        Some(_) => Write::Update,
+                    };
+                    (write, object.value)
+                }
+                Writing::Apply(applying) => {
+                    let value = applied::prepared(object.value);
+                    let write = match current {
+                        None => Write::Create,
+                        Some(index) if holds(&applying, object.kind_index, &inputs.owned[index], index, &value) => {
+                            Write::Unchanged
+                        }
+                        Some(_) => Write::Apply,
+                    };
+                    (write, value)
+                }
             };
-            PlannedObject { kind_index: object.kind_index, name: object.name, current, write, value: object.value }
+            PlannedObject { kind_index: object.kind_index, name: object.name, current, write, value }
         })
         .collect();
     let deletes =
@@ -195,7 +245,16 @@ pub fn writes(inputs: &Inputs<'_>, wanted: Vec<DesiredObject>) -> (Vec<PlannedOb
     (objects, deletes)
 }
 
-/// The one comparison every write decision makes.
+/// Whether the child `index` (its text `current`) holds `value`, an answer
+/// prepared for an apply.
+fn holds(applying: &Applying<'_>, kind_index: usize, current: &str, index: usize, value: &Value) -> bool {
+    let (Some(schema), Ok(live)) = (applying.schemas.get(kind_index), serde_json::from_str::<Value>(current)) else {
+        return false;
+    };
+    applied::holds(schema, &live, value, applying.applied.get(index).and_then(Option::as_ref))
+}
+
+/// The comparison every write decision of a module that replaces makes.
 pub fn is_unchanged(current: &str, desired: &Value) -> bool {
     serde_json::from_str::<Value>(current).is_ok_and(|current| same_ignoring_nulls(&current, desired))
 }
@@ -289,6 +348,7 @@ mod tests {
             owned: &owned,
             children: &children,
             keep_answer: false,
+            writing: Writing::Replace,
         };
         let desired =
             |kind_index: usize, name: &str, value: Value| DesiredObject { kind_index, name: name.into(), value };

@@ -11,11 +11,12 @@ use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::{Component, ComponentExportIndex, InstancePre, Linker};
 
-use super::bindings::{self, KindInfo, Manifest};
+use super::bindings::exports::wasm_operator::controller::{reconciler as wit, writes};
+use super::bindings::{self, KindInfo, Manifest, WriteModel};
 use super::call_error::{CallError, CallResult, failure};
 use super::call_state::{CallState, call_store};
 use super::compiler::{CompileError, OutOfProcess, Tier, millis};
-use super::contract::{self, Checked, ContractError};
+use super::contract::{self, CONTRACT_VERSION, Checked, ContractError, WRITES};
 use super::engine::ModuleEngine;
 use super::reconciler::Reconciler;
 use super::wasi;
@@ -105,12 +106,17 @@ pub struct LogicModule {
     status_schema: Option<Arc<serde_json::Value>>,
     /// Whether it imports WASI: its calls then run off the async runtime.
     imports_wasi: bool,
+    /// How the host writes its answers (`writes`, 1.2; `replace` for a
+    /// module that exports none).
+    write_model: WriteModel,
 }
 
 /// A version's compiled code, pre-linked, and where its exports are.
 struct Code {
     instance_pre: InstancePre<CallState>,
-    indices: bindings::LogicModuleIndices,
+    indices: wit::GuestIndices,
+    /// `writes` (1.2), when the module exports it.
+    writes: Option<writes::GuestIndices>,
     /// `desired` and `status`, called through [`BoundedTexts`] and
     /// [`BoundedText`] (`answer.rs`) rather than the bindings' own types.
     desired_export: ComponentExportIndex,
@@ -138,8 +144,17 @@ impl Code {
         let instance_pre = linker
             .instantiate_pre(component)
             .map_err(|error| LoadError::Link { source_name: source.clone(), error })?;
-        let indices = bindings::LogicModuleIndices::new(&instance_pre)
+        let indices = wit::GuestIndices::new(&instance_pre)
             .map_err(|error| LoadError::Link { source_name: source.clone(), error })?;
+        // Absent from 1.0 and 1.1 modules; present but not as the contract
+        // says, the module is refused.
+        let writes = match component.get_export_index(None, format!("{WRITES}@{CONTRACT_VERSION}").as_str()) {
+            None => None,
+            Some(_) => Some(
+                writes::GuestIndices::new(&instance_pre)
+                    .map_err(|error| LoadError::Link { source_name: source.clone(), error })?,
+            ),
+        };
         let export = |name: &str| {
             let interface = component.get_export_index(None, &checked.export);
             component.get_export_index(interface.as_ref(), name).ok_or_else(|| LoadError::Link {
@@ -148,7 +163,7 @@ impl Code {
             })
         };
         let (desired_export, status_export) = (export("desired")?, export("status")?);
-        Ok((Self { instance_pre, indices, desired_export, status_export, tier }, checked))
+        Ok((Self { instance_pre, indices, writes, desired_export, status_export, tier }, checked))
     }
 }
 
@@ -334,15 +349,18 @@ impl LogicModule {
             manifest: Arc::new(empty_manifest()),
             status_schema: None,
             imports_wasi: checked.imports_wasi,
+            write_model: WriteModel::Replace,
         };
-        let manifest = module
+        let (manifest, write_model) = module
             .reconciler()
             .and_then(|mut r| {
                 let manifest = r.manifest();
+                let write_model = if manifest.is_ok() { r.write_model() } else { Ok(WriteModel::Replace) };
                 r.take_log().emit(&module.source.to_string(), None);
-                manifest
+                Ok((manifest?, write_model?))
             })
             .map_err(|error| LoadError::Manifest { source_name: module.source.clone(), error })?;
+        module.write_model = write_model;
         check_manifest(&manifest)
             .map_err(|problem| LoadError::BadManifest { source_name: module.source.clone(), problem })?;
         module.status_schema = super::crd_check::status_schema(&manifest.crd, &manifest.parent).map(Arc::new);
@@ -396,6 +414,12 @@ impl LogicModule {
         &self.manifest
     }
 
+    /// How the host writes its answers, as the module said when it was
+    /// loaded.
+    pub fn write_model(&self) -> WriteModel {
+        self.write_model
+    }
+
     /// The schema of the parent's status in the CRD the module ships: a
     /// status answer is compared as the API server stores it.
     pub fn status_schema(&self) -> Option<&serde_json::Value> {
@@ -422,9 +446,13 @@ impl LogicModule {
         let code = self.code.load();
         let mut store = call_store(code.instance_pre.engine());
         let instance = code.instance_pre.instantiate(&mut store).map_err(|error| failure(&store, error))?;
-        let bindings = code.indices.load(&mut store, &instance).map_err(|error| failure(&store, error))?;
+        let guest = code.indices.load(&mut store, &instance).map_err(|error| failure(&store, error))?;
+        let writes = match &code.writes {
+            Some(indices) => Some(indices.load(&mut store, &instance).map_err(|error| failure(&store, error))?),
+            None => None,
+        };
         let exports = (code.desired_export, code.status_export);
-        Ok(Reconciler::new(store, bindings, instance, exports, self.imports_wasi))
+        Ok(Reconciler::new(store, guest, writes, instance, exports, self.imports_wasi))
     }
 }
 

@@ -5,8 +5,8 @@ use wasmtime::Store;
 use wasmtime::component::{ComponentExportIndex, Instance};
 
 use super::answer::{BoundedText, BoundedTexts};
-use super::bindings::exports::wasm_operator::controller::reconciler as wit;
-use super::bindings::{self, Manifest, ObjectRef};
+use super::bindings::exports::wasm_operator::controller::{reconciler as wit, writes};
+use super::bindings::{Manifest, ObjectRef, WriteModel};
 use super::call_error::{CallError, CallResult, LogicError, failure};
 use super::call_state::CallState;
 use super::engine::DEADLINE_TICKS;
@@ -15,7 +15,9 @@ use super::module_log::ModuleLog;
 /// One instance of a module's reconciler. Every method is one call.
 pub struct Reconciler {
     store: Store<CallState>,
-    bindings: bindings::LogicModule,
+    guest: wit::Guest,
+    /// `writes` (1.2), when the module exports it.
+    writes: Option<writes::Guest>,
     instance: Instance,
     desired_export: ComponentExportIndex,
     status_export: ComponentExportIndex,
@@ -34,12 +36,13 @@ struct Exports<'a> {
 impl Reconciler {
     pub(super) fn new(
         store: Store<CallState>,
-        bindings: bindings::LogicModule,
+        guest: wit::Guest,
+        writes: Option<writes::Guest>,
         instance: Instance,
         (desired_export, status_export): (ComponentExportIndex, ComponentExportIndex),
         imports_wasi: bool,
     ) -> Self {
-        Self { store, bindings, instance, desired_export, status_export, imports_wasi }
+        Self { store, guest, writes, instance, desired_export, status_export, imports_wasi }
     }
 
     /// The store, with a fresh deadline: the timeout is per call, even on an
@@ -54,7 +57,7 @@ impl Reconciler {
         call: impl FnOnce(&Exports<'_>, &mut Store<CallState>) -> wasmtime::Result<Result<T, E>> + Send,
     ) -> CallResult<T> {
         self.store.set_epoch_deadline(DEADLINE_TICKS);
-        let guest = self.bindings.wasm_operator_controller_reconciler().clone();
+        let guest = self.guest.clone();
         let exports = Exports {
             guest: &guest,
             instance: self.instance,
@@ -87,6 +90,13 @@ impl Reconciler {
 
     pub fn manifest(&mut self) -> CallResult<Manifest> {
         self.call(|exports, store| exports.guest.call_manifest(store).map(Ok::<_, wit::Error>))
+    }
+
+    /// How the host writes this module's answers: what its `writes` says,
+    /// `replace` when it exports none (1.0, 1.1).
+    pub fn write_model(&mut self) -> CallResult<WriteModel> {
+        let Some(writes) = self.writes.clone() else { return Ok(WriteModel::Replace) };
+        self.call(|_, store| writes.call_model(store).map(Ok::<_, wit::Error>))
     }
 
     pub fn references(&mut self, parent: &str) -> CallResult<Vec<ObjectRef>> {

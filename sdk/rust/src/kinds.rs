@@ -64,6 +64,24 @@ pub struct Manifest {
     pub reads: Vec<Kind>,
     pub field_manager: String,
     pub event_reporter: String,
+    /// How the host writes the answers of `desired`.
+    pub write_model: WriteModel,
+}
+
+/// How the host writes what `desired` answers (the contract's `writes`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WriteModel {
+    /// The SDK merges each answer onto the object the server has (keeping
+    /// what the server filled in, a list's items matched by `name`, and
+    /// [`Object::replacing`](crate::Object::replacing) fields replaced
+    /// whole), and the host updates the object to the merged answer.
+    #[default]
+    Replace,
+    /// Each answer holds only the fields the module sets, and the host
+    /// applies it with server-side apply: the API server merges it by the
+    /// kind's own schema, a field the module stops setting is removed, and
+    /// fields others set stay. No merge in the module, no `replacing`.
+    Apply,
 }
 
 impl Manifest {
@@ -85,7 +103,15 @@ impl Manifest {
             reads: Vec::new(),
             field_manager: format!("{name}-operator"),
             event_reporter: format!("{name}-operator"),
+            write_model: WriteModel::default(),
         }
+    }
+
+    /// How the host writes the answers (`WriteModel::Replace` by default).
+    #[must_use]
+    pub fn write_model(mut self, model: WriteModel) -> Self {
+        self.write_model = model;
+        self
     }
 
     /// The parent owns objects of kind `K` (the host watches them and deletes

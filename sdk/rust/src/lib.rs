@@ -39,7 +39,7 @@ mod reconciler;
 
 pub use conditions::{condition, parse_time, set_condition};
 pub use error::{Error, FieldError, Problems};
-pub use kinds::{Kind, Manifest, ObjectRef, Scope};
+pub use kinds::{Kind, Manifest, ObjectRef, Scope, WriteModel};
 pub use merge::merge;
 pub use objects::{Context, Object, observed_generation};
 pub use owner::{adopt, owner_reference};
@@ -57,8 +57,8 @@ pub use {k8s_openapi, kube_core, serde_json};
 /// ```
 pub mod prelude {
     pub use crate::{
-        Context, Error, Kind, Manifest, Object, ObjectRef, Problems, Reconciler, condition, export_reconciler,
-        observed_generation, set_condition,
+        Context, Error, Kind, Manifest, Object, ObjectRef, Problems, Reconciler, WriteModel, condition,
+        export_reconciler, observed_generation, set_condition,
     };
     pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector, ObjectMeta, Time};
     pub use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -76,7 +76,7 @@ pub mod run {
 pub mod bindings {
     wit_bindgen::generate!({
         path: "wit",
-        world: "logic-module",
+        world: "logic-module-writes",
         pub_export_macro: true,
         export_macro_name: "__export_logic_module",
         default_bindings_module: "::wasm_operator_sdk::bindings",
@@ -90,7 +90,10 @@ pub mod __private {
     pub use crate::bindings::exports::wasm_operator::controller::reconciler::{
         Error as WitError, FieldError as WitFieldError, Guest, KindInfo, ModuleManifest, ObjectRef as WitObjectRef,
     };
-    use crate::{Error, Kind, Manifest, ObjectRef, Reconciler};
+    pub use crate::bindings::exports::wasm_operator::controller::writes::{
+        Guest as WritesGuest, WriteModel as WitWriteModel,
+    };
+    use crate::{Error, Kind, Manifest, ObjectRef, Reconciler, WriteModel};
 
     fn kind(kind: Kind) -> KindInfo {
         KindInfo {
@@ -121,7 +124,8 @@ pub mod __private {
 
     pub fn manifest<R: Reconciler>() -> ModuleManifest {
         start();
-        let Manifest { name, version, parent, crd, owned, reads, field_manager, event_reporter } = R::manifest();
+        let Manifest { name, version, parent, crd, owned, reads, field_manager, event_reporter, write_model: _ } =
+            R::manifest();
         ModuleManifest {
             name,
             version,
@@ -131,6 +135,14 @@ pub mod __private {
             reads: reads.into_iter().map(kind).collect(),
             field_manager,
             event_reporter,
+        }
+    }
+
+    pub fn write_model<R: Reconciler>() -> WitWriteModel {
+        start();
+        match R::manifest().write_model {
+            WriteModel::Replace => WitWriteModel::Replace,
+            WriteModel::Apply => WitWriteModel::Apply,
         }
     }
 
@@ -203,6 +215,12 @@ macro_rules! export_reconciler {
                     problem: Option<String>,
                 ) -> Result<String, sdk::WitError> {
                     sdk::status::<$reconciler>(&parent, &owned, &related, &now, problem.as_deref())
+                }
+            }
+
+            impl sdk::WritesGuest for Export {
+                fn model() -> sdk::WitWriteModel {
+                    sdk::write_model::<$reconciler>()
                 }
             }
 

@@ -9,7 +9,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::error::parse_error;
-use crate::{Context, Error, Manifest, Object, ObjectRef, adopt, merge};
+use crate::{Context, Error, Manifest, Object, ObjectRef, WriteModel, adopt, merge};
 
 /// A logic module: what its parents should own, and their status.
 pub trait Reconciler {
@@ -29,8 +29,10 @@ pub trait Reconciler {
 
     /// Every object the parent should own, in the order to apply them. Set
     /// only the fields the module owns: the SDK sets the namespace and the
-    /// controller owner reference and keeps what the server filled in. An
-    /// owned object not in the answer is deleted.
+    /// controller owner reference; with [`WriteModel::Replace`] it merges
+    /// the object onto the one the server has, keeping what the server
+    /// filled in, and with [`WriteModel::Apply`] the host applies it as it
+    /// is. An owned object not in the answer is deleted.
     fn desired(parent: &Self::Parent, ctx: &Context) -> Result<Vec<Object>, Error>;
 
     /// The parent's status from the owned objects as they are after the
@@ -93,12 +95,14 @@ pub fn references<R: Reconciler>(parent: &str) -> Result<Vec<ObjectRef>, Error> 
 }
 
 /// What the host sends for `desired`, answered by `R`: JSON texts in, the
-/// objects to apply out (namespaced, owned, merged onto the current ones).
+/// objects to write out (namespaced, owned, and with `WriteModel::Replace`
+/// merged onto the current ones).
 pub fn desired<R: Reconciler>(parent: &str, owned: &[String], related: &[String]) -> Result<Vec<String>, Error> {
     let parent_value = parse_value("parent", parent)?;
     let typed = typed_parent(&parent_value)?;
     let ctx = Context::new(values("owned", owned)?, values("related", related)?);
     let namespace = text_at(&parent_value, "/metadata/namespace");
+    let applies = R::manifest().write_model == WriteModel::Apply;
     R::desired(&typed, &ctx)?
         .into_iter()
         .enumerate()
@@ -112,6 +116,13 @@ pub fn desired<R: Reconciler>(parent: &str, owned: &[String], related: &[String]
                 metadata.insert("namespace".into(), Value::String(namespace.to_owned()));
             }
             let current = ctx.owned.iter().find(|o| same_object(o, &object));
+            if applies {
+                // Refused if another controller has it; the apply then sets
+                // the module's own owner references, and others' stay.
+                adopt(&parent_value, current, &mut object.clone())?;
+                adopt(&parent_value, None, &mut object)?;
+                return Ok(object.to_string());
+            }
             adopt(&parent_value, current, &mut object)?;
             let merged = match current {
                 Some(current) => {

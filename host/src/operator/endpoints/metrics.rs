@@ -112,6 +112,7 @@ pub struct Metrics {
     pub reconcile_duration: HistogramFamily<ResultLabels>,
     pub writes: Family<WriteLabels, Counter>,
     pub conflicts_retried: Family<KindLabels, Counter>,
+    pub apply_conflicts: Family<KindLabels, Counter>,
     pub module_call_duration: HistogramFamily<FunctionLabels>,
     pub module_calls_in_flight: Family<NameLabels, Gauge>,
     pub module_failures: Family<FailureLabels, Counter>,
@@ -177,6 +178,12 @@ impl Default for Metrics {
             "conflicts_retried",
             "409 Conflicts answered by re-reading the object and retrying, by module and kind",
             conflicts_retried.clone(),
+        );
+        let apply_conflicts = Family::<KindLabels, Counter>::default();
+        registry.register(
+            "apply_conflicts",
+            "Server-side applies that took over fields another field manager had set, by module and kind",
+            apply_conflicts.clone(),
         );
         let module_call_duration: HistogramFamily<FunctionLabels> = Family::new_with_constructor(module_histogram);
         registry.register(
@@ -288,6 +295,7 @@ impl Default for Metrics {
             reconcile_duration,
             writes,
             conflicts_retried,
+            apply_conflicts,
             module_call_duration,
             module_calls_in_flight,
             module_failures,
@@ -444,6 +452,11 @@ impl ModuleMetrics {
     pub fn conflict_retried(&self, kind: &str) {
         let labels = KindLabels { module: self.module.clone(), kind: kind.to_owned() };
         self.metrics.conflicts_retried.get_or_create(&labels).inc();
+    }
+
+    pub fn apply_conflicted(&self, kind: &str) {
+        let labels = KindLabels { module: self.module.clone(), kind: kind.to_owned() };
+        self.metrics.apply_conflicts.get_or_create(&labels).inc();
     }
 
     /// A call into the module started (`+1`) or ended (`-1`).

@@ -25,8 +25,14 @@ use crate::operator::watching::cached_object::CachedObject;
 use crate::operator::watching::caches::Availability;
 use crate::operator::writing::create_or_update::{Outcome, create_or_update, unchanged};
 use crate::operator::writing::delete_unwanted::delete_unwanted;
+use crate::operator::writing::server_side_apply::server_side_apply;
 use crate::operator::writing::status::{write_stalled, write_status};
-use crate::planning::step::{self, Answer, Desire, Inputs, Parent, PlannedObject, StatusAnswer, StepError, Write};
+use crate::planning::field_set::FieldSet;
+use crate::planning::kind_schema::KindSchema;
+use crate::planning::step::{
+    self, Answer, Desire, Inputs, Parent, PlannedObject, StatusAnswer, StepError, Write, Writing,
+};
+use crate::runtime::bindings::WriteModel;
 use crate::runtime::call_error::LogicError;
 
 pub async fn reconcile(parent: Arc<CachedObject>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
@@ -116,12 +122,17 @@ async fn reconcile_parent(parent: &CachedObject, ctx: &Context, serving: &Servin
     // The plan: the module's calls and their checks (`planning/step.rs`).
     let children = Children::of(serving, namespace, uid);
     let keys = children.keys();
+    let applying = match module.write_model() {
+        WriteModel::Replace => None,
+        WriteModel::Apply => Some(Applying::gather(serving, &children, &ctx.field_manager).await?),
+    };
     let inputs = Inputs {
         parent: Parent { json: &parent_json, namespace, uid },
         owned_kinds: &serving.owned_kinds,
         owned: &children.json,
         children: &keys,
         keep_answer: ctx.recorder.enabled(),
+        writing: applying.as_ref().map_or(Writing::Replace, |a| Writing::Apply(a.view())),
     };
     let mut related_keys = BTreeSet::new();
     let planned =
@@ -162,6 +173,49 @@ async fn reconcile_parent(parent: &CachedObject, ctx: &Context, serving: &Servin
             apply(ctx, &calls, &view, &regarding, &children, objects, deletes, answered).await?;
             Ok(Verdict::Applied)
         }
+    }
+}
+
+/// What deciding the applies of one reconcile needs, gathered: each owned
+/// kind's schema (read from the API server once per kind) and the fields
+/// the module's manager applied to each child.
+struct Applying {
+    schemas: Vec<Arc<KindSchema>>,
+    applied: Vec<Option<FieldSet>>,
+}
+
+impl Applying {
+    async fn gather(serving: &Serving, children: &Children, manager: &str) -> Result<Self, ReconcileError> {
+        let mut schemas = Vec::with_capacity(serving.owned.len());
+        for cache in &serving.owned {
+            // A kind the API server does not serve is not written (its
+            // objects are skipped with `KindNotServed`): nothing to read.
+            if cache.availability() != Availability::Served {
+                schemas.push(Arc::new(KindSchema::untyped()));
+                continue;
+            }
+            let schema = cache
+                .schema()
+                .await
+                .map_err(|source| ReconcileError::Schema { kind: cache.kind.name().to_owned(), source })?;
+            schemas.push(schema);
+        }
+        // Fields that do not read as fieldsV1 count as never applied: the
+        // object is applied again, which is always safe.
+        let applied = children
+            .objects
+            .iter()
+            .map(|(_, object)| {
+                let text = object.applied_fields(manager)?;
+                let fields = serde_json::from_str(text).ok()?;
+                FieldSet::from_fields_v1(&fields).ok()
+            })
+            .collect();
+        Ok(Self { schemas, applied })
+    }
+
+    fn view(&self) -> step::Applying<'_> {
+        step::Applying { schemas: &self.schemas, applied: &self.applied }
     }
 }
 
@@ -209,6 +263,7 @@ async fn apply(
         .into_iter()
         .map(|o| (o.kind_index, o.name, o.current, (o.write != Write::Unchanged).then(|| o.value.to_string())))
         .collect();
+    let applies = calls.module().write_model() == WriteModel::Apply;
     let mut owned_now = Vec::new();
     let mut failure = None;
     let mut not_served = BTreeSet::new();
@@ -233,7 +288,12 @@ async fn apply(
         // Text this process wrote from a JSON object parses back.
         let value = serde_json::from_str(&text).unwrap_or_default();
         let again = |fresh: Option<&str>| ask_again(calls, view, kind_index, &child, fresh);
-        match create_or_update(ctx, cache, view, current_json, value, &again).await {
+        let written = if applies {
+            server_side_apply(ctx, cache, view, regarding, current_json.is_some(), value).await
+        } else {
+            create_or_update(ctx, cache, view, current_json, value, &again).await
+        };
+        match written {
             Ok(applied) => {
                 match (applied.outcome, applied.written) {
                     (Outcome::Created, Some(reference)) => {
@@ -338,6 +398,8 @@ fn ask_again(
         owned: &owned,
         children: &[],
         keep_answer: false,
+        // Asked again only after a replace's conflict.
+        writing: Writing::Replace,
     };
     match step::desire(calls, &inputs, view.related)? {
         Desire::Wanted(objects) => objects

@@ -2,9 +2,11 @@
 //! and the whole object as compact JSON text, which is what a module reads
 //! anyway. A `serde_json::Value` tree of a Deployment takes several times
 //! its text; at ten thousand parents with their children that difference is
-//! most of the operator's memory. managedFields are dropped (no reconcile
-//! reads them), and so are apiVersion and kind, which list items leave out
-//! and the cache's kind supplies. The text is held lz4-compressed (1.6-1.9x
+//! most of the operator's memory. managedFields are dropped but for the
+//! fields of each server-side apply (a module that writes by apply is
+//! decided by its manager's fields: `planning/applied.rs`), and so are
+//! apiVersion and kind, which list items leave out and the cache's kind
+//! supplies. The text is held lz4-compressed (1.6-1.9x
 //! smaller for the Memcached module's objects): compressing costs about a
 //! microsecond per watch event, and a reconcile unpacks only the few
 //! objects it reads.
@@ -38,6 +40,19 @@ pub struct CachedObject {
     /// The object without apiVersion, kind and managedFields, as JSON text
     /// compressed (an lz4 block, its length first).
     json: Box<[u8]>,
+    /// The fields each manager applied (server-side apply, on the object
+    /// itself, not a subresource), as the fieldsV1 text the server sent.
+    /// None for an object no one applied: what an update writes is no one's
+    /// to decide by.
+    applied: Option<Box<[AppliedFields]>>,
+}
+
+/// One manager's applied fields.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AppliedFields {
+    pub manager: Box<str>,
+    /// fieldsV1, as JSON text.
+    pub fields: Box<str>,
 }
 
 impl CachedObject {
@@ -82,7 +97,13 @@ impl CachedObject {
 
     /// Bytes its text takes as held.
     pub fn held_bytes(&self) -> usize {
-        self.json.len()
+        self.json.len() + self.applied.iter().flatten().map(|a| a.manager.len() + a.fields.len()).sum::<usize>()
+    }
+
+    /// The fields `manager` applied to this object (fieldsV1 text); none
+    /// when it never applied it.
+    pub fn applied_fields(&self, manager: &str) -> Option<&str> {
+        self.applied.as_deref()?.iter().find(|a| &*a.manager == manager).map(|a| &*a.fields)
     }
 
     /// The object as a module reads it: with its kind's apiVersion and kind.
@@ -143,10 +164,12 @@ impl CachedObject {
         let mut json = Vec::with_capacity(1024);
         json.push(b'{');
         let mut meta = ObjectMeta::default();
+        let mut applied = None;
         if let Some(metadata) = metadata {
-            meta = slim_metadata(&metadata.0);
+            meta = slim_metadata(&metadata.members);
             json.extend_from_slice(b"\"metadata\":");
-            write_members(&mut json, &metadata.0);
+            write_members(&mut json, &metadata.members);
+            applied = (!metadata.applied.is_empty()).then(|| metadata.applied.into_boxed_slice());
         }
         for member in &members {
             if json.len() > 1 {
@@ -155,7 +178,7 @@ impl CachedObject {
             write_member(&mut json, member);
         }
         json.push(b'}');
-        Self { metadata: meta, json: Self::pack(&json) }
+        Self { metadata: meta, json: Self::pack(&json), applied }
     }
 }
 
@@ -179,10 +202,13 @@ fn write_member(json: &mut Vec<u8>, (key, value): &(String, Box<RawValue>)) {
     json.extend_from_slice(value.get().as_bytes());
 }
 
-/// An object's metadata as its members' texts, without managedFields (no
-/// reconcile reads them). A member named twice is kept once, the last, as
-/// a JSON tree of it would (an API server never repeats one).
-struct MetadataMembers(Vec<(String, Box<RawValue>)>);
+/// An object's metadata as its members' texts, without managedFields, and
+/// the fields each manager applied. A member named twice is kept once, the
+/// last, as a JSON tree of it would (an API server never repeats one).
+struct MetadataMembers {
+    members: Vec<(String, Box<RawValue>)>,
+    applied: Vec<AppliedFields>,
+}
 
 impl<'de> Deserialize<'de> for MetadataMembers {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -201,9 +227,10 @@ impl<'de> Visitor<'de> for MetadataVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<MetadataMembers, A::Error> {
         let mut members: Vec<(String, Box<RawValue>)> = Vec::new();
+        let mut applied = Vec::new();
         while let Some(key) = map.next_key::<String>()? {
             if key == "managedFields" {
-                map.next_value::<IgnoredAny>()?;
+                applied = map.next_value::<ManagedFields>()?.0;
                 continue;
             }
             let value = map.next_value::<Box<RawValue>>()?;
@@ -212,7 +239,97 @@ impl<'de> Visitor<'de> for MetadataVisitor {
                 None => members.push((key, value)),
             }
         }
-        Ok(MetadataMembers(members))
+        Ok(MetadataMembers { members, applied })
+    }
+}
+
+/// The applied entries of managedFields. Every other entry's fields are
+/// skipped unread: the API server writes `operation` before `fieldsV1`, so
+/// an update's fields cost no copy.
+struct ManagedFields(Vec<AppliedFields>);
+
+impl<'de> Deserialize<'de> for ManagedFields {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Entries;
+        impl<'de> Visitor<'de> for Entries {
+            type Value = ManagedFields;
+
+            fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+                formatter.write_str("managedFields")
+            }
+
+            fn visit_seq<S: serde::de::SeqAccess<'de>>(self, mut seq: S) -> Result<ManagedFields, S::Error> {
+                let mut applied = Vec::new();
+                while let Some(entry) = seq.next_element::<ManagedEntry>()? {
+                    if let ManagedEntry {
+                        manager: Some(manager),
+                        apply: true,
+                        on_subresource: false,
+                        fields: Some(fields),
+                    } = entry
+                    {
+                        applied.push(AppliedFields { manager: manager.into(), fields: fields.get().into() });
+                    }
+                }
+                Ok(ManagedFields(applied))
+            }
+
+            // Not a list: nothing applied, as for an object without any.
+            fn visit_unit<E: serde::de::Error>(self) -> Result<ManagedFields, E> {
+                Ok(ManagedFields(Vec::new()))
+            }
+        }
+        deserializer.deserialize_any(Entries)
+    }
+}
+
+/// One managedFields entry, as far as the host reads it.
+#[derive(Default)]
+struct ManagedEntry {
+    manager: Option<String>,
+    /// `operation: Apply`.
+    apply: bool,
+    /// Made on a subresource (`status`): not the object's own fields.
+    on_subresource: bool,
+    fields: Option<Box<RawValue>>,
+}
+
+impl<'de> Deserialize<'de> for ManagedEntry {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Entry;
+        impl<'de> Visitor<'de> for Entry {
+            type Value = ManagedEntry;
+
+            fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+                formatter.write_str("a managedFields entry")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ManagedEntry, A::Error> {
+                let mut entry = ManagedEntry::default();
+                let mut operation_seen = false;
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "manager" => entry.manager = map.next_value::<Option<String>>()?,
+                        "operation" => {
+                            operation_seen = true;
+                            entry.apply = map.next_value::<Option<String>>()?.as_deref() == Some("Apply");
+                        }
+                        "subresource" => {
+                            entry.on_subresource = map.next_value::<Option<String>>()?.is_some_and(|s| !s.is_empty())
+                        }
+                        // Kept only when it may be an apply's.
+                        "fieldsV1" if entry.apply || !operation_seen => {
+                            entry.fields = Some(map.next_value::<Box<RawValue>>()?)
+                        }
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(entry)
+            }
+        }
+        deserializer.deserialize_map(Entry)
     }
 }
 
@@ -346,6 +463,41 @@ mod tests {
         expected["metadata"].as_object_mut().expect("metadata").remove("managedFields");
         assert_eq!(cached.module_value(&deployments()), expected);
         assert_eq!(cached.status(), Value::Null);
+    }
+
+    /// Each manager's applied fields are kept, as the server sent them; an
+    /// update's, or an apply to the status subresource, are not.
+    #[test]
+    fn the_fields_each_manager_applied_are_kept() {
+        let server = json!({
+            "metadata": {"name": "web", "managedFields": [
+                {"manager": "kube-controller-manager", "operation": "Update", "fieldsType": "FieldsV1",
+                 "fieldsV1": {"f:spec": {"f:replicas": {}}}},
+                {"manager": "queue", "operation": "Apply", "apiVersion": "apps/v1", "fieldsType": "FieldsV1",
+                 "fieldsV1": {"f:metadata": {"f:labels": {"f:app": {}}}}},
+                {"manager": "queue", "operation": "Apply", "subresource": "status",
+                 "fieldsV1": {"f:status": {}}},
+                // fieldsV1 before operation: still read right.
+                {"fieldsV1": {"f:data": {}}, "manager": "other", "operation": "Apply"},
+                {"fieldsV1": {"f:data": {}}, "manager": "edit", "operation": "Update"},
+            ]},
+            "spec": {"replicas": 2},
+        });
+        let cached: CachedObject = serde_json::from_str(&server.to_string()).expect("an object");
+        assert_eq!(cached.applied_fields("queue"), Some(r#"{"f:metadata":{"f:labels":{"f:app":{}}}}"#));
+        assert_eq!(cached.applied_fields("other"), Some(r#"{"f:data":{}}"#));
+        assert_eq!(cached.applied_fields("kube-controller-manager"), None);
+        assert_eq!(cached.applied_fields("edit"), None);
+        assert!(!cached.module_json(&deployments()).contains("managedFields"));
+
+        let none: CachedObject =
+            serde_json::from_str(r#"{"metadata":{"name":"a","managedFields":null}}"#).expect("an object");
+        assert_eq!(none.applied_fields("queue"), None);
+        let updated: CachedObject = serde_json::from_str(
+            r#"{"metadata":{"name":"a","managedFields":[{"manager":"m","operation":"Update","fieldsV1":{}}]}}"#,
+        )
+        .expect("an object");
+        assert!(updated.applied.is_none(), "nothing is kept for an object no one applied");
     }
 
     #[test]

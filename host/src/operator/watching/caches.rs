@@ -24,7 +24,9 @@ use tokio::task::JoinHandle;
 
 use crate::operator::endpoints::metrics::Metrics;
 use crate::operator::watching::cached_object::CachedObject;
+use crate::operator::watching::kind_schemas::{self, KindSchemaError};
 use crate::operator::watching::objects::{Objects, key_of};
+use crate::planning::kind_schema::KindSchema;
 use crate::planning::kinds::{Kind, KindKey};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,6 +59,10 @@ pub struct Cache {
     subscribers: Subscribers,
     task: JoinHandle<()>,
     metrics: Option<Arc<Metrics>>,
+    /// The kind's merge semantics, read from the API server's OpenAPI v3
+    /// the first time a module that writes by apply needs them.
+    schema: tokio::sync::OnceCell<Arc<KindSchema>>,
+    client: Client,
 }
 
 impl Drop for Cache {
@@ -70,6 +76,19 @@ impl Drop for Cache {
 }
 
 impl Cache {
+    /// The kind's schema as the API server publishes it: read once, on
+    /// first use (a failed read is tried again by the next caller).
+    pub async fn schema(&self) -> Result<Arc<KindSchema>, KindSchemaError> {
+        let schema = self
+            .schema
+            .get_or_try_init(|| async {
+                let schemas = kind_schemas::fetch(&self.client, std::slice::from_ref(&self.kind)).await?;
+                Ok::<_, KindSchemaError>(schemas.into_iter().next().unwrap_or_else(|| Arc::new(KindSchema::untyped())))
+            })
+            .await?;
+        Ok(schema.clone())
+    }
+
     pub fn spawn(client: &Client, kind: Kind, namespace: Option<&str>, metrics: Option<Arc<Metrics>>) -> Self {
         if let Some(metrics) = &metrics {
             metrics.watching(&kind.resource.api_version, kind.name(), true);
@@ -155,7 +174,8 @@ impl Cache {
             }
         });
         tracing::info!(kind = kind.name(), api_version = kind.resource.api_version, "watch started");
-        Self { kind, objects, availability, last_error, subscribers, task, metrics }
+        let schema = tokio::sync::OnceCell::new();
+        Self { kind, objects, availability, last_error, subscribers, task, metrics, schema, client: client.clone() }
     }
 
     /// Adds a subscriber to every later change, once however often it

@@ -108,19 +108,7 @@ pub async fn create_or_update(
         let result =
             ctx.own_write(kind, parent.namespace, &name, parent.name, sent).await.map(|object| (outcome, object));
         match result {
-            Ok((outcome, object)) => {
-                tracing::info!(
-                    module = ctx.module_name,
-                    kind = kind.name(),
-                    name,
-                    operation = outcome.as_str(),
-                    "{} reconciled",
-                    kind.name()
-                );
-                ctx.metrics.wrote(kind.name(), outcome.as_str());
-                let written = Some(object.object_ref(&kind.resource));
-                return Ok(Applied { outcome, json: object.module_json(kind), written });
-            }
+            Ok((outcome, object)) => return Ok(written(ctx, kind, &name, outcome, &object)),
             Err(kube::Error::Api(status)) if status.code == 409 => {
                 tracing::info!(
                     module = ctx.module_name,
@@ -153,6 +141,22 @@ pub async fn create_or_update(
         name,
         attempts: MAX_ATTEMPTS,
     })
+}
+
+/// An object the API server has just written (`object`, its answer):
+/// logged and counted.
+pub fn written(ctx: &Context, kind: &Kind, name: &str, outcome: Outcome, object: &CachedObject) -> Applied {
+    tracing::info!(
+        module = ctx.module_name,
+        kind = kind.name(),
+        name,
+        operation = outcome.as_str(),
+        "{} reconciled",
+        kind.name()
+    );
+    ctx.metrics.wrote(kind.name(), outcome.as_str());
+    let written = Some(object.object_ref(&kind.resource));
+    Applied { outcome, json: object.module_json(kind), written }
 }
 
 /// An object the module wants as it is: no request. Counted and logged as

@@ -138,4 +138,10 @@ impl sdk::Guest for Export {
     }
 }
 
+impl sdk::WritesGuest for Export {
+    fn model() -> sdk::WitWriteModel {
+        sdk::write_model::<Greetings>()
+    }
+}
+
 wasm_operator_sdk::bindings::__export_logic_module!(Export with_types_in wasm_operator_sdk::bindings);

@@ -1,0 +1,247 @@
+//! A module that writes by server-side apply (`writes`: `apply`; the Queue
+//! module, tests/modules/queue, written as a newcomer writes one on the
+//! Rust SDK: each object with only the fields it sets) against a real API
+//! server and its audit log:
+//! - it converges, and then resyncs and its children's status churn write
+//!   nothing at all, though the server filled in defaults everywhere (a
+//!   claim template's `volumeMode`, a Service port's `targetPort` and
+//!   `protocol`, the StatefulSet's policies);
+//! - a spec that drops a label, an env var, a port, a ConfigMap key and a
+//!   whole object has each removed, with one write per changed object, and
+//!   is steady again after;
+//! - `replicas` another manager sets (an autoscaler, when the module sets
+//!   none) is left alone with no write; a field the module sets that is
+//!   edited by hand is taken back, with a `FieldsTakenOver` event and the
+//!   conflict counted.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+mod operator_support;
+
+use control_plane::{AuditEvent, ControlPlane};
+use kube::Api;
+use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
+use operator_support::{
+    Running, TestNamespace, edit, eventually, grant_operator_everything, gvk, module_file, options,
+};
+use serde_json::{Value, json};
+use wasm_operator::runtime::bindings::WriteModel;
+
+fn queues() -> kube::api::ApiResource {
+    gvk("example.c5c3.io", "v1", "Queue", "queues")
+}
+
+fn stateful_sets() -> kube::api::ApiResource {
+    gvk("apps", "v1", "StatefulSet", "statefulsets")
+}
+
+fn services() -> kube::api::ApiResource {
+    gvk("", "v1", "Service", "services")
+}
+
+fn config_maps() -> kube::api::ApiResource {
+    gvk("", "v1", "ConfigMap", "configmaps")
+}
+
+fn budgets() -> kube::api::ApiResource {
+    gvk("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets")
+}
+
+async fn start(plane: &'static ControlPlane, prefix: &str, spec: Value) -> (TestNamespace<'static>, Running) {
+    let module = module_file("queue.wasm");
+    assert_eq!(module.write_model(), WriteModel::Apply, "the Queue module declares apply");
+    plane.apply_yaml(&module.manifest().crd).await.expect("installing the Queue CRD");
+    grant_operator_everything(plane).await;
+    let ns = TestNamespace::on(plane, prefix).await;
+    let queue: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "example.c5c3.io/v1", "kind": "Queue", "metadata": {"name": "orders"}, "spec": spec
+    }))
+    .expect("a Queue");
+    ns.api(&queues()).create(&PostParams::default(), &queue).await.expect("creating the Queue");
+    let mut options = options(&ns.namespace);
+    // Resyncs every second: steady state is many reconciles.
+    options.resync_period = Duration::from_secs(1);
+    let operator = Running::start(plane, module, options).await;
+    (ns, operator)
+}
+
+/// The object once `check` holds for it.
+async fn object_where(
+    ns: &TestNamespace<'_>,
+    resource: &kube::api::ApiResource,
+    name: &str,
+    check: impl Fn(&Value) -> bool,
+) -> DynamicObject {
+    eventually(&format!("{} {name}", resource.kind), || async {
+        ns.get(resource, name).await.filter(|object| check(&serde_json::to_value(object).expect("JSON")))
+    })
+    .await
+}
+
+/// The Queue's status once it has seen the Queue's generation `generation`.
+async fn queue_status(ns: &TestNamespace<'_>, generation: i64) -> Value {
+    let api = ns.api(&queues());
+    eventually(&format!("the Queue's status at generation {generation}"), || async {
+        let status = api.get("orders").await.ok()?.data.get("status")?.clone();
+        (status["observedGeneration"] == generation).then_some(status)
+    })
+    .await
+}
+
+/// Until the operator has reconciled `more` more times.
+async fn reconciles_more(operator: &Running, more: u64) {
+    let now = operator.reconciles("success");
+    eventually(&format!("{more} more reconciles"), || async {
+        (operator.reconciles("success") >= now + more).then_some(())
+    })
+    .await;
+}
+
+fn described(writes: &[AuditEvent]) -> Vec<String> {
+    let mut described: Vec<String> = writes
+        .iter()
+        .map(|w| {
+            let sub = w.subresource.as_deref().map(|s| format!("/{s}")).unwrap_or_default();
+            format!("{} {}{sub} {}", w.verb, w.resource.as_deref().unwrap_or(""), w.name.as_deref().unwrap_or(""))
+        })
+        .collect();
+    described.sort();
+    described
+}
+
+/// The StatefulSet's status as its controller would write it, changing
+/// what the module does not read.
+async fn churn_status(api: &Api<DynamicObject>, revision: &str) {
+    let status = json!({"status": {"replicas": 1, "currentRevision": revision, "updateRevision": revision,
+                                   "observedGeneration": 1, "availableReplicas": 0}});
+    api.patch_status("orders", &PatchParams::default(), &Patch::Merge(&status)).await.expect("the status");
+}
+
+fn labels(object: &Value) -> BTreeMap<String, String> {
+    serde_json::from_value(object["metadata"]["labels"].clone()).unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_applying_module_writes_nothing_in_steady_state_and_removes_what_it_no_longer_sets() {
+    let plane = ControlPlane::shared();
+    let spec = json!({"image": "queue:1", "metricsPort": 9090, "labels": {"team": "a", "tier": "gold"},
+                      "settings": {"a": "1", "b": "2"}, "env": {"A": "1", "B": "2"}, "disruptionBudget": true});
+    let (ns, operator) = start(plane, "apply", spec).await;
+
+    // Converged, with what the server filled in.
+    let set = object_where(&ns, &stateful_sets(), "orders", |s| labels(s).contains_key("tier")).await;
+    let set = serde_json::to_value(&set).expect("JSON");
+    assert_eq!(set["spec"]["volumeClaimTemplates"][0]["spec"]["volumeMode"], "Filesystem", "a server default");
+    assert_eq!(set["spec"]["podManagementPolicy"], "OrderedReady", "a server default");
+    let service =
+        object_where(&ns, &services(), "orders", |s| s["spec"]["ports"].as_array().is_some_and(|p| p.len() == 2)).await;
+    let service = serde_json::to_value(&service).expect("JSON");
+    assert_eq!(service["spec"]["ports"][0]["targetPort"], 5672, "a server default");
+    assert_eq!(service["spec"]["ports"][1]["protocol"], "TCP", "a server default");
+    object_where(&ns, &config_maps(), "orders-settings", |c| c["data"] == json!({"a": "1", "b": "2"})).await;
+    object_where(&ns, &budgets(), "orders", |_| true).await;
+    let annotation = &set["metadata"]["annotations"]["wasm-operator.c5c3.io/applied-digest"];
+    assert!(annotation.as_str().is_some_and(|d| d.starts_with("sha256:")), "the applied answer's digest: {annotation}");
+    queue_status(&ns, 1).await;
+
+    // Steady state: resyncs and the children's status churn write nothing.
+    reconciles_more(&operator, 2).await;
+    let mark = plane.audit_mark().expect("the audit log");
+    let sets = ns.api(&stateful_sets());
+    churn_status(&sets, "r1").await;
+    reconciles_more(&operator, 3).await;
+    churn_status(&sets, "r2").await;
+    reconciles_more(&operator, 3).await;
+    let writes = ns.operator_writes(mark).await;
+    assert!(writes.is_empty(), "steady state wrote: {:?}", described(&writes));
+
+    // A spec that no longer sets a label, an env var, a port, a key and
+    // the budget: each removed, one write per changed object.
+    let mark = plane.audit_mark().expect("the audit log");
+    let spec = json!({"image": "queue:1", "labels": {"team": "a"}, "settings": {"a": "1"}, "env": {"A": "1"}});
+    edit(&ns.api(&queues()), "orders", |queue| queue.data["spec"] = spec.clone()).await;
+    let set = object_where(&ns, &stateful_sets(), "orders", |s| {
+        !labels(s).contains_key("tier")
+            && s["spec"]["template"]["spec"]["containers"][0]["env"] == json!([{"name": "A", "value": "1"}])
+    })
+    .await;
+    let set = serde_json::to_value(&set).expect("JSON");
+    assert_eq!(
+        set["spec"]["template"]["spec"]["containers"][0]["ports"],
+        json!([{"name": "queue", "containerPort": 5672, "protocol": "TCP"}])
+    );
+    assert_eq!(
+        set["spec"]["volumeClaimTemplates"][0]["spec"]["volumeMode"], "Filesystem",
+        "the server's default stays"
+    );
+    let service =
+        object_where(&ns, &services(), "orders", |s| s["spec"]["ports"].as_array().is_some_and(|p| p.len() == 1)).await;
+    assert!(!labels(&serde_json::to_value(&service).expect("JSON")).contains_key("tier"));
+    object_where(&ns, &config_maps(), "orders-settings", |c| c["data"] == json!({"a": "1"})).await;
+    eventually("the budget to be gone", || async { ns.get(&budgets(), "orders").await.is_none().then_some(()) }).await;
+    queue_status(&ns, 2).await;
+    reconciles_more(&operator, 3).await;
+    let writes: Vec<AuditEvent> =
+        ns.operator_writes(mark).await.into_iter().filter(|w| w.resource.as_deref() != Some("events")).collect();
+    assert_eq!(
+        described(&writes),
+        [
+            "delete poddisruptionbudgets orders",
+            "patch configmaps orders-settings",
+            "patch queues/status orders",
+            "patch services orders",
+            "patch statefulsets orders",
+        ],
+        "one write per changed object, and none after"
+    );
+    operator.stop().await.expect("a clean stop");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_managers_fields_are_left_alone_and_a_field_edited_by_hand_is_taken_back() {
+    let plane = ControlPlane::shared();
+    let (ns, operator) = start(plane, "apply-others", json!({"image": "queue:1", "labels": {"team": "a"}})).await;
+    let sets = ns.api(&stateful_sets());
+    object_where(&ns, &stateful_sets(), "orders", |s| labels(s).get("team").map(String::as_str) == Some("a")).await;
+    queue_status(&ns, 1).await;
+    reconciles_more(&operator, 2).await;
+
+    // An autoscaler's replicas: the module sets none, so nothing fights.
+    let mark = plane.audit_mark().expect("the audit log");
+    let scale = PatchParams { field_manager: Some("autoscaler".into()), ..PatchParams::default() };
+    sets.patch("orders", &scale, &Patch::Merge(json!({"spec": {"replicas": 3}}))).await.expect("scaling");
+    reconciles_more(&operator, 3).await;
+    let writes = ns.operator_writes(mark).await;
+    assert!(writes.is_empty(), "the autoscaler's replicas made the operator write: {:?}", described(&writes));
+    let set = serde_json::to_value(sets.get("orders").await.expect("the StatefulSet")).expect("JSON");
+    assert_eq!(set["spec"]["replicas"], 3, "the autoscaler's replicas stay");
+
+    // A label the module sets, edited by hand: taken back, and said so.
+    let by_hand = PatchParams { field_manager: Some("kubectl-edit".into()), ..PatchParams::default() };
+    sets.patch("orders", &by_hand, &Patch::Merge(json!({"metadata": {"labels": {"team": "b"}}})))
+        .await
+        .expect("editing");
+    object_where(&ns, &stateful_sets(), "orders", |s| labels(s).get("team").map(String::as_str) == Some("a")).await;
+    let notes = eventually("a FieldsTakenOver event", || async {
+        let notes = ns.event_notes("FieldsTakenOver").await;
+        (!notes.is_empty()).then_some(notes)
+    })
+    .await;
+    assert!(
+        notes[0].contains("StatefulSet orders") && notes[0].contains("labels") && notes[0].contains("kubectl-edit"),
+        "{notes:?}"
+    );
+    let conflicts = operator.metric("wasm_operator_apply_conflicts_total", "module=\"queue\",kind=\"StatefulSet\"");
+    assert!(conflicts >= 1, "the conflict is counted");
+    let set = serde_json::to_value(sets.get("orders").await.expect("the StatefulSet")).expect("JSON");
+    assert_eq!(set["spec"]["replicas"], 3, "taking the label back leaves the autoscaler's replicas");
+
+    // And steady again.
+    reconciles_more(&operator, 2).await;
+    let mark = plane.audit_mark().expect("the audit log");
+    reconciles_more(&operator, 3).await;
+    let writes = ns.operator_writes(mark).await;
+    assert!(writes.is_empty(), "wrote after taking the label back: {:?}", described(&writes));
+    operator.stop().await.expect("a clean stop");
+}
