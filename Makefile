@@ -146,7 +146,7 @@ test-python-sdk: $(PY_SDK_DEPS)
 	$(MAKE) --no-print-directory lint-python
 
 ## lint-python: ruff (lint and format) and mypy --strict on the Python SDK, the Echo and the StaticSite modules;
-## ruff on scripts/code-order.py
+## ruff on scripts/code-order.py and scripts/rust-tests.py
 lint-python: $(PY_SDK_DEPS)
 	cd sdk/python && ../../$(PY_SDK_VENV)/bin/ruff check --no-cache . && ../../$(PY_SDK_VENV)/bin/ruff format --no-cache --check .
 	cd sdk/python && ../../$(PY_SDK_VENV)/bin/mypy --cache-dir ../../target/mypy-cache -p wasm_operator_sdk
@@ -156,8 +156,8 @@ lint-python: $(PY_SDK_DEPS)
 	$(PY_SDK_VENV)/bin/ruff check --no-cache --config sdk/python/pyproject.toml $(STATIC_SITE)/python
 	$(PY_SDK_VENV)/bin/ruff format --no-cache --check --config sdk/python/pyproject.toml $(STATIC_SITE)/python
 	cd $(STATIC_SITE)/python && MYPYPATH=../../../sdk/python/src ../../../$(PY_SDK_VENV)/bin/mypy --strict --cache-dir ../../../target/mypy-cache app.py
-	$(PY_SDK_VENV)/bin/ruff check --no-cache --config sdk/python/pyproject.toml scripts/code-order.py
-	$(PY_SDK_VENV)/bin/ruff format --no-cache --check --config sdk/python/pyproject.toml scripts/code-order.py
+	$(PY_SDK_VENV)/bin/ruff check --no-cache --config sdk/python/pyproject.toml scripts/code-order.py scripts/rust-tests.py
+	$(PY_SDK_VENV)/bin/ruff format --no-cache --check --config sdk/python/pyproject.toml scripts/code-order.py scripts/rust-tests.py
 
 $(PY_SDK_DEPS): sdk/python/requirements-dev.txt
 	python3 -m venv $(PY_SDK_VENV)
@@ -177,7 +177,7 @@ lint:
 ## the Rust tests beside the linters and the other suites (scripts/test-suites.sh). Every suite runs even
 ## when an earlier one fails; the exit status says if any did. Ends with the wall time of each suite (CI must
 ## stay well under an hour from cold).
-test: build $(TEST_MODULES) $(CONTROL_PLANE) helm go-operator oci-registry cosign
+test: build $(TEST_MODULES) $(CONTROL_PLANE) envtest helm go-operator oci-registry cosign
 	@CARGO="$(CARGO)" MAKE="$(MAKE)" bash scripts/test-suites.sh
 
 ## test-fuzz: the short fuzz run make test makes: each target (see fuzz) for FUZZ_TEST_SECONDS (default 20),

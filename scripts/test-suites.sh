@@ -3,9 +3,10 @@
 #  1. compiling every Rust test binary, and what the other suites build
 #     first (make test-prerequisites), one after the other;
 #  2. side by side: the Rust test binaries, which mostly wait on API
-#     servers and processes, on one side; on the other the linters (whose
-#     CPU the waiting leaves free), the fuzz smoke, the Python and
-#     TypeScript suites, the embeddings, the controllers and the browser.
+#     servers and processes, a few at a time (scripts/rust-tests.py) on one
+#     side; on the other the linters (whose CPU the waiting leaves free),
+#     the fuzz smoke, the Python and TypeScript suites, the embeddings, the
+#     controllers and the browser.
 #     The linters start a moment after the tests: cargo holds the target
 #     folder's lock only while it builds, and the tests' cargo finds
 #     everything built and lets go of it at once.
@@ -14,7 +15,8 @@
 # Every suite runs even when an earlier one fails; the exit status says if
 # any did. Ends with each suite's wall time.
 #
-# Knobs: CARGO (default: cargo), MAKE (default: make).
+# Knobs: CARGO (default: cargo), MAKE (default: make), RUST_TEST_JOBS
+# (Rust test binaries at once, default 3).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -47,7 +49,7 @@ suite prerequisites "$MAKE" --no-print-directory test-prerequisites
 
 others &
 others_pid=$!
-suite cargo-test "$CARGO" test --release --workspace --no-fail-fast
+suite cargo-test python3 scripts/rust-tests.py
 wait "$others_pid"
 
 for name in lint test-fuzz test-python-module test-python-sdk test-typescript test-embeddings test-controllers test-browser; do
