@@ -23,6 +23,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use crate::operator::watching::managed_fields::{AppliedFields, ManagedFields};
 use crate::planning::kinds::Kind;
 
 /// Objects packed through the scratch buffer: every kind's typical object.
@@ -45,14 +46,6 @@ pub struct CachedObject {
     /// None for an object no one applied: what an update writes is no one's
     /// to decide by.
     applied: Option<Box<[AppliedFields]>>,
-}
-
-/// One manager's applied fields.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AppliedFields {
-    pub manager: Box<str>,
-    /// fieldsV1, as JSON text.
-    pub fields: Box<str>,
 }
 
 impl CachedObject {
@@ -230,7 +223,7 @@ impl<'de> Visitor<'de> for MetadataVisitor {
         let mut applied = Vec::new();
         while let Some(key) = map.next_key::<String>()? {
             if key == "managedFields" {
-                applied = map.next_value::<ManagedFields>()?.0;
+                applied = map.next_value::<ManagedFields>()?.into_applied();
                 continue;
             }
             let value = map.next_value::<Box<RawValue>>()?;
@@ -240,96 +233,6 @@ impl<'de> Visitor<'de> for MetadataVisitor {
             }
         }
         Ok(MetadataMembers { members, applied })
-    }
-}
-
-/// The applied entries of managedFields. Every other entry's fields are
-/// skipped unread: the API server writes `operation` before `fieldsV1`, so
-/// an update's fields cost no copy.
-struct ManagedFields(Vec<AppliedFields>);
-
-impl<'de> Deserialize<'de> for ManagedFields {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Entries;
-        impl<'de> Visitor<'de> for Entries {
-            type Value = ManagedFields;
-
-            fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
-                formatter.write_str("managedFields")
-            }
-
-            fn visit_seq<S: serde::de::SeqAccess<'de>>(self, mut seq: S) -> Result<ManagedFields, S::Error> {
-                let mut applied = Vec::new();
-                while let Some(entry) = seq.next_element::<ManagedEntry>()? {
-                    if let ManagedEntry {
-                        manager: Some(manager),
-                        apply: true,
-                        on_subresource: false,
-                        fields: Some(fields),
-                    } = entry
-                    {
-                        applied.push(AppliedFields { manager: manager.into(), fields: fields.get().into() });
-                    }
-                }
-                Ok(ManagedFields(applied))
-            }
-
-            // Not a list: nothing applied, as for an object without any.
-            fn visit_unit<E: serde::de::Error>(self) -> Result<ManagedFields, E> {
-                Ok(ManagedFields(Vec::new()))
-            }
-        }
-        deserializer.deserialize_any(Entries)
-    }
-}
-
-/// One managedFields entry, as far as the host reads it.
-#[derive(Default)]
-struct ManagedEntry {
-    manager: Option<String>,
-    /// `operation: Apply`.
-    apply: bool,
-    /// Made on a subresource (`status`): not the object's own fields.
-    on_subresource: bool,
-    fields: Option<Box<RawValue>>,
-}
-
-impl<'de> Deserialize<'de> for ManagedEntry {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Entry;
-        impl<'de> Visitor<'de> for Entry {
-            type Value = ManagedEntry;
-
-            fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
-                formatter.write_str("a managedFields entry")
-            }
-
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ManagedEntry, A::Error> {
-                let mut entry = ManagedEntry::default();
-                let mut operation_seen = false;
-                while let Some(key) = map.next_key::<String>()? {
-                    match key.as_str() {
-                        "manager" => entry.manager = map.next_value::<Option<String>>()?,
-                        "operation" => {
-                            operation_seen = true;
-                            entry.apply = map.next_value::<Option<String>>()?.as_deref() == Some("Apply");
-                        }
-                        "subresource" => {
-                            entry.on_subresource = map.next_value::<Option<String>>()?.is_some_and(|s| !s.is_empty())
-                        }
-                        // Kept only when it may be an apply's.
-                        "fieldsV1" if entry.apply || !operation_seen => {
-                            entry.fields = Some(map.next_value::<Box<RawValue>>()?)
-                        }
-                        _ => {
-                            map.next_value::<IgnoredAny>()?;
-                        }
-                    }
-                }
-                Ok(entry)
-            }
-        }
-        deserializer.deserialize_map(Entry)
     }
 }
 
@@ -463,41 +366,6 @@ mod tests {
         expected["metadata"].as_object_mut().expect("metadata").remove("managedFields");
         assert_eq!(cached.module_value(&deployments()), expected);
         assert_eq!(cached.status(), Value::Null);
-    }
-
-    /// Each manager's applied fields are kept, as the server sent them; an
-    /// update's, or an apply to the status subresource, are not.
-    #[test]
-    fn the_fields_each_manager_applied_are_kept() {
-        let server = json!({
-            "metadata": {"name": "web", "managedFields": [
-                {"manager": "kube-controller-manager", "operation": "Update", "fieldsType": "FieldsV1",
-                 "fieldsV1": {"f:spec": {"f:replicas": {}}}},
-                {"manager": "queue", "operation": "Apply", "apiVersion": "apps/v1", "fieldsType": "FieldsV1",
-                 "fieldsV1": {"f:metadata": {"f:labels": {"f:app": {}}}}},
-                {"manager": "queue", "operation": "Apply", "subresource": "status",
-                 "fieldsV1": {"f:status": {}}},
-                // fieldsV1 before operation: still read right.
-                {"fieldsV1": {"f:data": {}}, "manager": "other", "operation": "Apply"},
-                {"fieldsV1": {"f:data": {}}, "manager": "edit", "operation": "Update"},
-            ]},
-            "spec": {"replicas": 2},
-        });
-        let cached: CachedObject = serde_json::from_str(&server.to_string()).expect("an object");
-        assert_eq!(cached.applied_fields("queue"), Some(r#"{"f:metadata":{"f:labels":{"f:app":{}}}}"#));
-        assert_eq!(cached.applied_fields("other"), Some(r#"{"f:data":{}}"#));
-        assert_eq!(cached.applied_fields("kube-controller-manager"), None);
-        assert_eq!(cached.applied_fields("edit"), None);
-        assert!(!cached.module_json(&deployments()).contains("managedFields"));
-
-        let none: CachedObject =
-            serde_json::from_str(r#"{"metadata":{"name":"a","managedFields":null}}"#).expect("an object");
-        assert_eq!(none.applied_fields("queue"), None);
-        let updated: CachedObject = serde_json::from_str(
-            r#"{"metadata":{"name":"a","managedFields":[{"manager":"m","operation":"Update","fieldsV1":{}}]}}"#,
-        )
-        .expect("an object");
-        assert!(updated.applied.is_none(), "nothing is kept for an object no one applied");
     }
 
     #[test]
