@@ -12,7 +12,8 @@
 //! - `kind_schema`, `field_set`, `applied`: how the API server merges a
 //!   kind (from its OpenAPI schema), the fields an object sets as
 //!   server-side apply counts them, and what applying an answer would
-//!   change: the write decision for modules that answer what they set;
+//!   change: the write decision for modules that answer what they set
+//!   (`quantity`: a resource quantity's amount, which it compares by);
 //! - `stored`: a status answer as the API server stores it (pruned and
 //!   defaulted by the CRD's schema), which the parent's is compared with;
 //! - `case`: the golden-case format a reconcile is written down in.
@@ -27,6 +28,7 @@ pub mod kind_schema;
 pub mod kinds;
 pub mod object_diff;
 pub mod offline;
+pub mod quantity;
 pub mod step;
 pub mod stored;
 pub mod summary;
