@@ -139,6 +139,17 @@ impl Setup {
             .await;
     }
 
+    /// Until every Greeting's status has a phase that `check` accepts.
+    async fn wait_phases(&self, what: &str, check: impl Fn(&str) -> bool) {
+        eventually_within(Duration::from_secs(60), what, || async {
+            let list = greetings(&self.ns).list(&ListParams::default()).await.ok()?;
+            let phases: Vec<String> =
+                list.items.iter().map(|g| g.data["status"]["phase"].as_str().unwrap_or_default().to_owned()).collect();
+            (phases.len() == PARENTS && phases.iter().all(|phase| !phase.is_empty() && check(phase))).then_some(())
+        })
+        .await;
+    }
+
     async fn remove(self) {
         let _ = self.logic_modules.delete("greeting", &Default::default()).await;
     }
@@ -193,6 +204,9 @@ async fn gates_hold_a_version_until_its_digest_is_approved_and_write_nothing_mea
     setup.patch_spec(json!({"rollout": {"approvedDigest": no_audiences}})).await;
     wait_logic_module(&setup.logic_modules, "no-audiences serving", |s| has(s, "Active", "True", "Serving")).await;
     setup.wait_configmaps("the audiences' ConfigMaps deleted", |c| c.len() == 6 && !c.contains_key("g-0-a")).await;
+    // And every status written after them: the writes this version makes
+    // end before the next one is held.
+    setup.wait_phases("each status naming its one ConfigMap", |phase| !phase.contains("-a")).await;
 
     // Manual: every version waits, even one within the gates.
     let mark = setup.ns.plane.audit_mark().expect("the audit log");

@@ -235,12 +235,26 @@ Anonymous:           100 kB
     fn releasing_drops_the_binarys_resident_pages_and_the_process_runs_on() {
         let _alone = BINARY_PAGES.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let resident = || binary_resident_kib(false);
-        let before = resident();
-        assert!(before > 0, "a running binary has resident code");
-        let released = release_binary().expect("madvise");
-        assert!(released >= before * 1024 / 2, "released {released} of {before} KiB");
-        let after = resident();
-        assert!(after < before / 2, "resident KiB of the binary: {before} before, {after} after");
+        // The other tests of this binary run on other threads meanwhile and
+        // fault some pages back in before the second count, the more so on
+        // a busy machine: a release that works halves the count at least
+        // once in a few tries, one that does not never does.
+        let mut counts = Vec::new();
+        for _ in 0..5 {
+            let before = resident();
+            assert!(before > 0, "a running binary has resident code");
+            let released = release_binary().expect("madvise");
+            assert!(released >= before * 1024 / 2, "released {released} of {before} KiB");
+            let after = resident();
+            counts.push((before, after));
+            if after < before / 2 {
+                break;
+            }
+        }
+        assert!(
+            counts.iter().any(|(before, after)| after < &(before / 2)),
+            "resident KiB of the binary (before, after), each try: {counts:?}"
+        );
         // Code and data read after the release still work (mapped again).
         let text = serde_json::to_string(&serde_json::json!({"still": ["running", 1]})).expect("serializes");
         assert_eq!(text, r#"{"still":["running",1]}"#);
