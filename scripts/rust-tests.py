@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The Rust tests of `make test`: every test binary of the workspace (built
 already by `cargo test --no-run`) and the doc tests, RUST_TEST_JOBS at a time
-(default 3).
+(default 2: make test runs its other suites beside them, and more at once
+leaves little CPU to the tests that time what they wait for).
 
     scripts/rust-tests.py [NAME...]     (NAME: `tests/golden`, `host/lib`, `doc`)
 
@@ -146,7 +147,7 @@ def main():
     if unknown:
         sys.exit("rust-tests: no test binary named " + ", ".join(unknown) + " (see " + LOGS + ")")
     names = wanted or list(found)
-    jobs = int(os.environ.get("RUST_TEST_JOBS", "3"))
+    jobs = int(os.environ.get("RUST_TEST_JOBS", "2"))
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         results = list(pool.map(lambda name: run(*found[name]), order(names, last_times())))
     print(f"\nrust tests: wall time per binary ({jobs} at a time)")

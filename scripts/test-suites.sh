@@ -16,7 +16,7 @@
 # any did. Ends with each suite's wall time.
 #
 # Knobs: CARGO (default: cargo), MAKE (default: make), RUST_TEST_JOBS
-# (Rust test binaries at once, default 3).
+# (Rust test binaries at once, default 2).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
