@@ -83,17 +83,16 @@ pub enum Writing<'a> {
     Replace,
     /// The answer holds the fields the module sets: applied unless the
     /// child holds it (`planning/applied.rs`).
-    Apply(Applying<'a>),
+    Apply(&'a Applying),
 }
 
 /// What deciding an apply needs besides the answer and the child.
-#[derive(Clone, Copy)]
-pub struct Applying<'a> {
+pub struct Applying {
     /// Each owned kind's schema, by kind index.
-    pub schemas: &'a [Arc<KindSchema>],
+    pub schemas: Vec<Arc<KindSchema>>,
     /// The fields the module's manager applied to each child (the children's
     /// order); none where it never applied one.
-    pub applied: &'a [Option<FieldSet>],
+    pub applied: Vec<Option<FieldSet>>,
 }
 
 /// The write one desired object needs.
@@ -229,7 +228,7 @@ pub fn writes(inputs: &Inputs<'_>, wanted: Vec<DesiredObject>) -> (Vec<PlannedOb
                     let value = applied::prepared(object.value);
                     let write = match current {
                         None => Write::Create,
-                        Some(index) if holds(&applying, object.kind_index, &inputs.owned[index], index, &value) => {
+                        Some(index) if holds(applying, object.kind_index, &inputs.owned[index], index, &value) => {
                             Write::Unchanged
                         }
                         Some(_) => Write::Apply,
@@ -247,7 +246,7 @@ pub fn writes(inputs: &Inputs<'_>, wanted: Vec<DesiredObject>) -> (Vec<PlannedOb
 
 /// Whether the child `index` (its text `current`) holds `value`, an answer
 /// prepared for an apply.
-fn holds(applying: &Applying<'_>, kind_index: usize, current: &str, index: usize, value: &Value) -> bool {
+fn holds(applying: &Applying, kind_index: usize, current: &str, index: usize, value: &Value) -> bool {
     let (Some(schema), Ok(live)) = (applying.schemas.get(kind_index), serde_json::from_str::<Value>(current)) else {
         return false;
     };

@@ -64,11 +64,10 @@ pub struct Manifest {
     pub reads: Vec<Kind>,
     pub field_manager: String,
     pub event_reporter: String,
-    /// How the host writes the answers of `desired`.
-    pub write_model: WriteModel,
 }
 
-/// How the host writes what `desired` answers (the contract's `writes`).
+/// How the host writes what `desired` answers (the contract's `writes`):
+/// [`Reconciler::WRITES`](crate::Reconciler::WRITES).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum WriteModel {
     /// The SDK merges each answer onto the object the server has (keeping
@@ -103,15 +102,7 @@ impl Manifest {
             reads: Vec::new(),
             field_manager: format!("{name}-operator"),
             event_reporter: format!("{name}-operator"),
-            write_model: WriteModel::default(),
         }
-    }
-
-    /// How the host writes the answers (`WriteModel::Replace` by default).
-    #[must_use]
-    pub fn write_model(mut self, model: WriteModel) -> Self {
-        self.write_model = model;
-        self
     }
 
     /// The parent owns objects of kind `K` (the host watches them and deletes

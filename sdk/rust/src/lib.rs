@@ -124,8 +124,7 @@ pub mod __private {
 
     pub fn manifest<R: Reconciler>() -> ModuleManifest {
         start();
-        let Manifest { name, version, parent, crd, owned, reads, field_manager, event_reporter, write_model: _ } =
-            R::manifest();
+        let Manifest { name, version, parent, crd, owned, reads, field_manager, event_reporter } = R::manifest();
         ModuleManifest {
             name,
             version,
@@ -140,7 +139,7 @@ pub mod __private {
 
     pub fn write_model<R: Reconciler>() -> WitWriteModel {
         start();
-        match R::manifest().write_model {
+        match R::WRITES {
             WriteModel::Replace => WitWriteModel::Replace,
             WriteModel::Apply => WitWriteModel::Apply,
         }

@@ -18,6 +18,10 @@ pub trait Reconciler {
     /// The parent's status (the derived type's status struct).
     type Status: Serialize;
 
+    /// How the host writes the answers of `desired` (a constant, so a call
+    /// does not build the manifest, whose CRD is generated, to learn it).
+    const WRITES: WriteModel = WriteModel::Replace;
+
     fn manifest() -> Manifest;
 
     /// The objects of `reads` kinds this parent uses; the host passes those
@@ -102,7 +106,7 @@ pub fn desired<R: Reconciler>(parent: &str, owned: &[String], related: &[String]
     let typed = typed_parent(&parent_value)?;
     let ctx = Context::new(values("owned", owned)?, values("related", related)?);
     let namespace = text_at(&parent_value, "/metadata/namespace");
-    let applies = R::manifest().write_model == WriteModel::Apply;
+    let applies = R::WRITES == WriteModel::Apply;
     R::desired(&typed, &ctx)?
         .into_iter()
         .enumerate()

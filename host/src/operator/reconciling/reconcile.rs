@@ -30,7 +30,7 @@ use crate::operator::writing::status::{write_stalled, write_status};
 use crate::planning::field_set::FieldSet;
 use crate::planning::kind_schema::KindSchema;
 use crate::planning::step::{
-    self, Answer, Desire, Inputs, Parent, PlannedObject, StatusAnswer, StepError, Write, Writing,
+    self, Answer, Applying, Desire, Inputs, Parent, PlannedObject, StatusAnswer, StepError, Write, Writing,
 };
 use crate::runtime::bindings::WriteModel;
 use crate::runtime::call_error::LogicError;
@@ -124,7 +124,7 @@ async fn reconcile_parent(parent: &CachedObject, ctx: &Context, serving: &Servin
     let keys = children.keys();
     let applying = match module.write_model() {
         WriteModel::Replace => None,
-        WriteModel::Apply => Some(Applying::gather(serving, &children, &ctx.field_manager).await?),
+        WriteModel::Apply => Some(applying(serving, &children, &ctx.field_manager).await?),
     };
     let inputs = Inputs {
         parent: Parent { json: &parent_json, namespace, uid },
@@ -132,7 +132,7 @@ async fn reconcile_parent(parent: &CachedObject, ctx: &Context, serving: &Servin
         owned: &children.json,
         children: &keys,
         keep_answer: ctx.recorder.enabled(),
-        writing: applying.as_ref().map_or(Writing::Replace, |a| Writing::Apply(a.view())),
+        writing: applying.as_ref().map_or(Writing::Replace, Writing::Apply),
     };
     let mut related_keys = BTreeSet::new();
     let planned =
@@ -179,44 +179,33 @@ async fn reconcile_parent(parent: &CachedObject, ctx: &Context, serving: &Servin
 /// What deciding the applies of one reconcile needs, gathered: each owned
 /// kind's schema (read from the API server once per kind) and the fields
 /// the module's manager applied to each child.
-struct Applying {
-    schemas: Vec<Arc<KindSchema>>,
-    applied: Vec<Option<FieldSet>>,
-}
-
-impl Applying {
-    async fn gather(serving: &Serving, children: &Children, manager: &str) -> Result<Self, ReconcileError> {
-        let mut schemas = Vec::with_capacity(serving.owned.len());
-        for cache in &serving.owned {
-            // A kind the API server does not serve is not written (its
-            // objects are skipped with `KindNotServed`): nothing to read.
-            if cache.availability() != Availability::Served {
-                schemas.push(Arc::new(KindSchema::untyped()));
-                continue;
-            }
-            let schema = cache
-                .schema()
-                .await
-                .map_err(|source| ReconcileError::Schema { kind: cache.kind.name().to_owned(), source })?;
-            schemas.push(schema);
+async fn applying(serving: &Serving, children: &Children, manager: &str) -> Result<Applying, ReconcileError> {
+    let mut schemas = Vec::with_capacity(serving.owned.len());
+    for cache in &serving.owned {
+        // A kind the API server does not serve is not written (its
+        // objects are skipped with `KindNotServed`): nothing to read.
+        if cache.availability() != Availability::Served {
+            schemas.push(Arc::new(KindSchema::untyped()));
+            continue;
         }
-        // Fields that do not read as fieldsV1 count as never applied: the
-        // object is applied again, which is always safe.
-        let applied = children
-            .objects
-            .iter()
-            .map(|(_, object)| {
-                let text = object.applied_fields(manager)?;
-                let fields = serde_json::from_str(text).ok()?;
-                FieldSet::from_fields_v1(&fields).ok()
-            })
-            .collect();
-        Ok(Self { schemas, applied })
+        let schema = cache
+            .schema()
+            .await
+            .map_err(|source| ReconcileError::Schema { kind: cache.kind.name().to_owned(), source })?;
+        schemas.push(schema);
     }
-
-    fn view(&self) -> step::Applying<'_> {
-        step::Applying { schemas: &self.schemas, applied: &self.applied }
-    }
+    // Fields that do not read as fieldsV1 count as never applied: the
+    // object is applied again, which is always safe.
+    let applied = children
+        .objects
+        .iter()
+        .map(|(_, object)| {
+            let text = object.applied_fields(manager)?;
+            let fields = serde_json::from_str(text).ok()?;
+            FieldSet::from_fields_v1(&fields).ok()
+        })
+        .collect();
+    Ok(Applying { schemas, applied })
 }
 
 /// Bad input changes nothing and deletes nothing: the status says why.

@@ -322,14 +322,14 @@ impl Resource for CachedObject {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use kube::ResourceExt;
     use serde_json::json;
 
     use super::*;
     use crate::runtime::bindings::KindInfo;
 
-    fn deployments() -> Kind {
+    pub(in crate::operator::watching) fn deployments() -> Kind {
         let info = KindInfo {
             group: "apps".into(),
             version: "v1".into(),

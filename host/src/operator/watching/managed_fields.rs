@@ -119,19 +119,7 @@ mod tests {
     use serde_json::json;
 
     use crate::operator::watching::cached_object::CachedObject;
-    use crate::planning::kinds::Kind;
-    use crate::runtime::bindings::KindInfo;
-
-    fn deployments() -> Kind {
-        let info = KindInfo {
-            group: "apps".into(),
-            version: "v1".into(),
-            kind: "Deployment".into(),
-            plural: "deployments".into(),
-            namespaced: true,
-        };
-        Kind::from_info(&info).expect("namespaced")
-    }
+    use crate::operator::watching::cached_object::tests::deployments;
 
     /// Each manager's applied fields are kept, as the server sent them; an
     /// update's, or an apply to the status subresource, are not.

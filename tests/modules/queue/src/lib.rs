@@ -166,13 +166,14 @@ impl Reconciler for Queues {
     type Parent = Queue;
     type Status = QueueStatus;
 
+    const WRITES: WriteModel = WriteModel::Apply;
+
     fn manifest() -> Manifest {
         Manifest::new::<Queue>("queue", env!("CARGO_PKG_VERSION"))
             .owns::<StatefulSet>()
             .owns::<Service>()
             .owns::<ConfigMap>()
             .owns::<PodDisruptionBudget>()
-            .write_model(WriteModel::Apply)
     }
 
     fn desired(queue: &Queue, _ctx: &Context) -> Result<Vec<Object>, Error> {
