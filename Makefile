@@ -158,6 +158,8 @@ lint-python: $(PY_SDK_DEPS)
 	cd $(STATIC_SITE)/python && MYPYPATH=../../../sdk/python/src ../../../$(PY_SDK_VENV)/bin/mypy --strict --cache-dir ../../../target/mypy-cache app.py
 	$(PY_SDK_VENV)/bin/ruff check --no-cache --config sdk/python/pyproject.toml scripts/code-order.py scripts/rust-tests.py
 	$(PY_SDK_VENV)/bin/ruff format --no-cache --check --config sdk/python/pyproject.toml scripts/code-order.py scripts/rust-tests.py
+	$(PY_SDK_VENV)/bin/ruff check --no-cache --config sdk/python/pyproject.toml scripts/plots.py
+	$(PY_SDK_VENV)/bin/ruff format --no-cache --check --config sdk/python/pyproject.toml scripts/plots.py
 
 $(PY_SDK_DEPS): sdk/python/requirements-dev.txt
 	python3 -m venv $(PY_SDK_VENV)
@@ -430,6 +432,13 @@ docs-serve: docs
 ## mdbook: install (or find) the pinned mdbook; prints its path
 mdbook:
 	@bash scripts/mdbook.sh
+
+## plots: the benchmark pages' plots (docs/src/images/bench-*.svg) drawn again from the result files in
+## docs/src/benchmarks/results/ (scripts/plots.py, Python's standard library alone); tests/book.rs checks
+## that they are what those files make now
+.PHONY: plots
+plots:
+	python3 scripts/plots.py
 
 # (After every variable it names: a rule's prerequisites expand where it is read.)
 ## test-prerequisites: what the suites beside the Rust tests build first (make test builds it before they start)
