@@ -3,8 +3,9 @@
 //! every relative link of the README resolves, every page is in the table of
 //! contents, no page speaks of the tracker or of work sessions, the
 //! reference pages are what the binaries, the CRDs and the sources say now,
-//! and every flag a hand-written table lists and every metric a page names
-//! is in those references.
+//! the benchmark plots are what their result files make, and every flag a
+//! hand-written table lists and every metric a page names is in those
+//! references.
 //!
 //! `UPDATE_REFERENCE=1 cargo test --release --workspace --test book` writes
 //! the reference pages again.
@@ -169,6 +170,19 @@ fn the_command_reference_is_what_the_binaries_print() {
 #[test]
 fn the_metrics_reference_is_what_the_host_registers() {
     book_reference::check("reference/metrics.md", &book_reference::metrics(&root()));
+}
+
+/// The benchmark pages' plots are what `scripts/plots.py` draws from the
+/// result files now, and every figure of those files is on its page
+/// (`make plots` draws them again).
+#[test]
+fn the_benchmark_plots_are_what_the_result_files_make() {
+    let check = Command::new("python3")
+        .arg(root().join("scripts/plots.py"))
+        .arg("--check")
+        .output()
+        .expect("run python3 scripts/plots.py --check");
+    assert!(check.status.success(), "{}", String::from_utf8_lossy(&check.stderr));
 }
 
 /// The `--flag`s a flag table's rows start with (`| \`--module PATH\` ...`).
