@@ -3,12 +3,19 @@
 
     python3 scripts/plots.py           # writes docs/src/images/bench-*.svg (make plots)
     python3 scripts/plots.py --check   # fails if a plot differs from what the result files make now,
-                                       # or a result file holds a figure its page does not
+                                       # or a result file holds a figure no table of its page holds
+    python3 scripts/plots.py add e2e target/bench-e2e/results.md --page end-to-end.md \
+        --build "ship 1a2b3c4" --date 2026-12-01 --command "make bench-e2e COUNTS=1000"
+    python3 scripts/plots.py add swap swap.txt --page swap.md --build 1a2b3c4 --date 2026-12-01 \
+        --command "make bench-swap" [--machine "2 cores (AMD EPYC), 24 GiB"]
 
-The result files are docs/src/benchmarks/results/*.csv: one row per measurement, each with the page
-whose table it comes from and the build, date, machine and command of its run. The plots are SVG
-with a white background (readable in the book's light and dark themes), a <title> and a <desc>
-saying what they show, and the same bytes for the same result files.
+The result files are docs/src/benchmarks/results/*.csv: one row per measurement, oldest run first,
+each with the page whose table holds it and the build, date, machine and command of its run. `add`
+appends the table a bench wrote (bench-e2e's results.md; what bench-swap printed) as the newest
+rows. The plots show the newest: ours and the Go operator of the last build end-to-end.md has at
+two sizes or more, ours alone of the last build of scale.md, the last build's swaps and soak.
+They are SVG with a white background (readable in the book's light and dark themes), a <title> and
+a <desc> saying what they show, and the same bytes for the same result files.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ import csv
 import math
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from xml.sax.saxutils import escape
@@ -39,6 +46,12 @@ INK = "#1a1a1a"
 GREY = "#595959"
 GRID = "#d9d9d9"
 FONT = "DejaVu Sans, Verdana, Arial, sans-serif"
+
+# The compile strategy deploy/ and the chart ship (--compile-strategy), as the swap page names it.
+SHIPPED_STRATEGY = "tiered"
+
+# The Go operator as the benches name it.
+GO = "Go v0.4.0"
 
 # Columns that say which measurement a row is, not a measured figure.
 NOT_FIGURES = {"crs", "run", "parents", "poll_ms"}
@@ -201,13 +214,24 @@ def median(values: list[float]) -> float:
 
 
 def e2e_series(rows: list[Row], column: str) -> list[Series]:
-    """Ours and the Go operator of one build at 1000 and 10,000 CRs, and ours alone to 100,000:
-    the figure of every run at each size."""
+    """Ours and the Go operator of the last build compared at two sizes (end-to-end.md), and ours
+    alone to 100,000 CRs (the last build of scale.md): the figure of every run at each size."""
+    compared = compared_build(rows)
+    alone = last_build(rows, lambda row: row["page"] == "scale.md")
     out = []
     for keep, series in (
-        (ours_latest, Series("ours", BLUE, "circle", "")),
-        (go_latest, Series("Go operator v0.4.0 (the same runs)", VERMILLION, "square", "6 3")),
-        (ours_100k, Series("ours, alone, to 100,000 CRs", GREEN, "triangle", "2 3")),
+        (
+            lambda row: row["build"] == compared and row["page"] == "end-to-end.md" and row["operator"] == "ours",
+            Series("ours", BLUE, "circle", ""),
+        ),
+        (
+            lambda row: row["build"] == compared and row["page"] == "end-to-end.md" and row["operator"] == GO,
+            Series("Go operator v0.4.0 (the same runs)", VERMILLION, "square", "6 3"),
+        ),
+        (
+            lambda row: row["build"] == alone and row["page"] == "scale.md" and row["operator"] == "ours",
+            Series("ours, alone, to 100,000 CRs", GREEN, "triangle", "2 3"),
+        ),
     ):
         kept = [row for row in rows if keep(row) and row[column]]
         by_crs: dict[int, list[str]] = {}
@@ -269,16 +293,25 @@ def log_chart(
         svg.text(left + 44, y + 34, "; ".join(item.commands), fill=GREY, size=11)
 
 
-def ours_latest(row: Row) -> bool:
-    return row["page"] == "end-to-end.md" and row["build"] == "ship a7d6154" and row["operator"] == "ours"
+def last_build(rows: list[Row], keep: Callable[[Row], bool]) -> str:
+    """The build of the last row `keep` takes (the result files list runs oldest first)."""
+    builds = [row["build"] for row in rows if keep(row)]
+    if not builds:
+        raise SystemExit("scripts/plots.py: no rows to plot")
+    return builds[-1]
 
 
-def go_latest(row: Row) -> bool:
-    return row["page"] == "end-to-end.md" and row["build"] == "ship a7d6154" and row["operator"] == "Go v0.4.0"
+def compared_build(rows: list[Row]) -> str:
+    """The last end-to-end build with both operators at two sizes or more: the plots' ours and Go."""
 
+    def both_at_two_sizes(row: Row) -> bool:
+        if row["page"] != "end-to-end.md":
+            return False
+        kept = [other for other in rows if other["build"] == row["build"] and other["page"] == row["page"]]
+        sizes = {operator: {o["crs"] for o in kept if o["operator"] == operator} for operator in ("ours", GO)}
+        return all(len(crs) >= 2 for crs in sizes.values())
 
-def ours_100k(row: Row) -> bool:
-    return row["page"] == "scale.md" and row["operator"] == "ours"
+    return last_build(rows, both_at_two_sizes)
 
 
 # The e2e plots' size and x axis.
@@ -362,7 +395,7 @@ def swap_plot(rows: list[Row]) -> Svg:
     lines = []
     for row in rows:
         live, serving = num(row["rename_to_live_ms"]), num(row["noticed_to_serving_ms"])
-        text = f"{row['module']}, {row['compile']}, {row['swap']}: live at {row['rename_to_live_ms']} ms"
+        text = f"{swap_label(row)}: live at {row['rename_to_live_ms']} ms"
         text += f" ({fmt(live - serving)} ms to noticed, {row['noticed_to_serving_ms']} ms noticed to serving"
         text += f", a dry run of {row['dry_run_per_parent_us']} µs per parent)"
         if row["rename_to_optimized_ms"]:
@@ -393,7 +426,7 @@ def swap_plot(rows: list[Row]) -> Svg:
         y = top + index * row_height
         if index and row["module"] != rows[index - 1]["module"]:
             svg.line(12, y, right, y, GREY, 1, "4 3")
-        label = f"{row['module']}, {row['compile']}, {row['swap']}"
+        label = swap_label(row)
         svg.text(left - 10, y + row_height / 2 + 4, label, anchor="end")
         live, serving = num(row["rename_to_live_ms"]), num(row["noticed_to_serving_ms"])
         bar_top, bar_height = y + 8, row_height - 16
@@ -422,6 +455,11 @@ def swap_plot(rows: list[Row]) -> Svg:
     svg.text(left - 236, footer, f"{first['build']}, {first['date']}, {first['machine']}", size=11, fill=GREY)
     svg.text(left - 236, footer + 15, " and ".join(commands), size=11, fill=GREY)
     return svg
+
+
+def swap_label(row: Row) -> str:
+    shipped = " (shipped)" if row["compile"] == SHIPPED_STRATEGY else ""
+    return f"{row['module']}, {row['compile']}{shipped}, {row['swap']}"
 
 
 def soak_plot(rows: list[Row]) -> Svg:
@@ -499,8 +537,10 @@ def is_aggregate(row: Row) -> bool:
 def plots() -> dict[str, str]:
     """Each plot's file name under docs/src/images/ and its text."""
     e2e = read_results("e2e.csv")
-    made = [memory_plot(e2e), time_plot(e2e), swap_plot(read_results("swap.csv"))]
-    made.append(soak_plot(read_results("soak-convergence.csv")))
+    swaps, soak = read_results("swap.csv"), read_results("soak-convergence.csv")
+    made = [memory_plot(e2e), time_plot(e2e)]
+    made.append(swap_plot([row for row in swaps if row["build"] == last_build(swaps, lambda _: True)]))
+    made.append(soak_plot([row for row in soak if row["build"] == last_build(soak, lambda _: True)]))
     return {f"{svg.name}.svg": svg.render() for svg in made}
 
 
@@ -514,20 +554,135 @@ def figures_off_their_page() -> list[str]:
         for line, row in enumerate(rows, start=2):
             page = row["page"]
             if page not in pages:
-                pages[page] = (PAGES / page).read_text(encoding="utf-8")
+                # A figure counts where a table holds it, not in prose or an image's text.
+                lines = (PAGES / page).read_text(encoding="utf-8").splitlines()
+                pages[page] = "\n".join(line for line in lines if line.startswith("|"))
             text = pages[page]
             for column, value in row.items():
                 if column in NOT_FIGURES or not re.fullmatch(r"-?\d+(\.\d+)?", value):
                     continue
                 if not re.search(rf"(?<![\d.,]){re.escape(value)}(?![\d]|\.\d)", text):
-                    missing.append(f"{path.relative_to(ROOT)}:{line}: {column} {value} is not on {page}")
+                    missing.append(f"{path.relative_to(ROOT)}:{line}: {column} {value} is in no table of {page}")
     return missing
+
+
+def table_rows(text: str, header: str) -> list[list[str]]:
+    """The cells of each row of the first Markdown table whose header line starts with `header`."""
+    lines = text.splitlines()
+    for index, line in enumerate(lines):
+        if line.startswith(header):
+            rows = []
+            for body in lines[index + 2 :]:
+                if not body.startswith("|"):
+                    break
+                rows.append([cell.strip() for cell in body.strip().strip("|").split("|")])
+            return rows
+    raise SystemExit(f"scripts/plots.py: no table whose header starts {header!r}")
+
+
+def figure_of(cell: str, unit: str) -> str:
+    """ "22.5 s" -> "22.5"; a dash (not measured) -> ""."""
+    if cell in ("-", "\N{EN DASH}"):
+        return ""
+    value = cell.removesuffix(f" {unit}")
+    if not re.fullmatch(r"-?\d+(\.\d+)?", value):
+        raise SystemExit(f"scripts/plots.py: {cell!r} is not a figure in {unit}")
+    return value
+
+
+def e2e_rows(text: str, run: Row) -> list[Row]:
+    """The rows of bench-e2e's first table (target/bench-e2e/results.md), with `run`'s columns."""
+    machine = re.search(r"; (\d+ cores \([^)]*\), \d+ GiB RAM)", text)
+    rows = []
+    for cells in table_rows(text, "| operator | CRs | load at start |"):
+        rss = cells[13].removesuffix(" MiB").split(", ")
+        rows.append(
+            {
+                **run,
+                "machine": run["machine"] or (machine.group(1) if machine else ""),
+                "operator": cells[0],
+                "crs": cells[1],
+                "all_created_s": figure_of(cells[3], "s"),
+                "converged_s": figure_of(cells[4], "s"),
+                "cpu_to_converge_s": figure_of(cells[14], "s"),
+                "rss_start_mib": rss[0],
+                "rss_converged_mib": rss[1],
+                "peak_rss_mib": rss[2],
+                "rss_idle_mib": rss[3],
+            }
+        )
+    return rows
+
+
+def swap_rows(text: str, run: Row) -> list[Row]:
+    """The rows of bench-swap's table (what it prints), with `run`'s columns."""
+    head = re.search(r"polled every (\d+)(ms|s) \(wasm-operator, (\w+) module; ([^)]*(?:\([^)]*\))?[^)]*)\)", text)
+    if not head:
+        raise SystemExit("scripts/plots.py: no line 'swap to live, module file polled every ...'")
+    poll = int(head.group(1)) * (1 if head.group(2) == "ms" else 1000)
+    rows = []
+    for cells in table_rows(text, "| parents | compile | swap |"):
+        rows.append(
+            {
+                **run,
+                "machine": run["machine"] or head.group(4),
+                "module": head.group(3),
+                "compile": cells[1],
+                "swap": cells[2],
+                "parents": cells[0],
+                "poll_ms": str(poll),
+                "rename_to_live_ms": figure_of(cells[3], "ms"),
+                "rename_to_optimized_ms": figure_of(cells[4], "ms"),
+                "noticed_to_serving_ms": figure_of(cells[6], "ms"),
+                "dry_run_per_parent_us": figure_of(cells[8], "µs"),
+            }
+        )
+    return rows
+
+
+def add(kind: str, source: Path, run: Row) -> int:
+    """Appends a bench's printed table to its result file, as the newest rows."""
+    name, rows = {"e2e": ("e2e.csv", e2e_rows), "swap": ("swap.csv", swap_rows)}[kind]
+    path = RESULTS / name
+    with path.open(newline="", encoding="utf-8") as file:
+        columns = next(csv.reader(file))
+    made = rows(source.read_text(encoding="utf-8"), run)
+    if kind == "e2e":
+        existing = read_results(name)
+        for row in made:
+            same = [
+                o
+                for o in existing
+                if (o["build"], o["operator"], o["crs"]) == (row["build"], row["operator"], row["crs"])
+            ]
+            row["run"] = str(1 + max((int(o["run"]) for o in same), default=0))
+            existing.append(row)
+    with path.open("a", newline="", encoding="utf-8") as file:
+        writer = csv.DictWriter(file, columns, lineterminator="\n")
+        for row in made:
+            writer.writerow({column: row.get(column, "") for column in columns})
+    print(f"{path.relative_to(ROOT)}: {len(made)} rows added; put the table on {run['page']}, then `make plots`")
+    return 0
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="fail if a plot is not what the result files make")
+    actions = parser.add_subparsers(dest="action")
+    adding = actions.add_parser("add", help="append a bench's table to its result file")
+    adding.add_argument("kind", choices=["e2e", "swap"], help="bench-e2e's results.md, or what bench-swap printed")
+    adding.add_argument("file", type=Path)
+    adding.add_argument(
+        "--page", required=True, help="the page that shows the table (end-to-end.md, scale.md, swap.md)"
+    )
+    adding.add_argument("--build", required=True, help='the build, as the page names it ("ship 1a2b3c4")')
+    adding.add_argument("--date", required=True, help="the day of the run, YYYY-MM-DD")
+    adding.add_argument("--command", required=True, help="the command that ran it")
+    adding.add_argument("--machine", default="", help="as the page names it (default: as the bench printed it)")
     args = parser.parse_args(argv)
+    if args.action == "add":
+        run = {"page": args.page, "build": args.build, "date": args.date, "command": args.command}
+        return add(args.kind, args.file, {**run, "machine": args.machine})
     made = plots()
     problems = figures_off_their_page()
     if args.check:
