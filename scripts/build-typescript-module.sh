@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds a TypeScript logic module into a component with componentize-js,
-# against wit/controller (world `logic-module`):
+# against wit/controller (world `logic-module-writes`):
 #
 #   scripts/build-typescript-module.sh [MODULE_DIR] [OUT]
 #
@@ -12,7 +12,9 @@
 # SDK compiled (tsc, into sdk/typescript/dist); the module and the SDK bundled
 # into one ES module by esbuild (componentize-js takes one source; the
 # contract's `wasm-operator:controller/...` imports stay imports; `*.yaml`
-# files are imported as text); then componentize-js.
+# files are imported as text), from an entry that exports what src/app.ts
+# exports and `writes`, the write model its `reconciler` was defined with
+# (the SDK's `writesOf`); then componentize-js.
 #
 # Knobs (environment): WIT_DIR (default wit/controller); JS_FEATURES, the
 # componentize-js engine features to keep (default none: the component then
@@ -53,10 +55,19 @@ if [ ${#disable[@]} -gt 0 ]; then disable_flags=(--disable "${disable[@]}"); fi
 
 mkdir -p "$(dirname "$out")"
 bundle=$out.bundle.js
+bundle_path="$(cd "$(dirname "$bundle")" && pwd)/$(basename "$bundle")"
 bin=$module/node_modules/.bin
-"$bin/esbuild" "$module/src/app.ts" --bundle --format=esm --platform=neutral --log-level=warning \
-    --loader:.yaml=text '--external:wasm-operator:*' --outfile="$bundle"
+# The entry is read from standard input in the module's folder, which resolves
+# its imports as src/app.ts resolves its own (the same SDK).
+(cd "$module" && node_modules/.bin/esbuild --bundle --format=esm --platform=neutral --log-level=warning \
+    --loader:.yaml=text '--external:wasm-operator:*' --sourcefile=component.ts --loader=ts \
+    --outfile="$bundle_path") <<'END'
+export * from "./src/app.ts";
+import { reconciler } from "./src/app.ts";
+import { writesOf } from "@wasm-operator/sdk";
+export const writes = writesOf(reconciler);
+END
 # Write next to the output and rename, so a failed build leaves no half file.
-"$bin/componentize-js" --wit "$wit" --world-name logic-module "${disable_flags[@]}" -o "$out.tmp" "$bundle"
+"$bin/componentize-js" --wit "$wit" --world-name logic-module-writes "${disable_flags[@]}" -o "$out.tmp" "$bundle"
 mv "$out.tmp" "$out"
 echo "built $(pwd)/$out ($(wc -c < "$out") bytes)"

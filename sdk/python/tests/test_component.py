@@ -1,12 +1,27 @@
 """The componentize-py glue against the real generated bindings (under
 CPython: the same Python types the component gets, the `log` import's stub)."""
 
+import importlib
 import json
+import sys
 import traceback
+from types import ModuleType
 
 import pytest
 
-from wasm_operator_sdk import Invalid, Kind, Malformed, Manifest, Module, Unsupported, component, log, reconciler
+from wasm_operator_sdk import (
+    Invalid,
+    Kind,
+    Malformed,
+    Manifest,
+    Module,
+    Unsupported,
+    WriteModel,
+    component,
+    log,
+    reconciler,
+    writes,
+)
 from wasm_operator_sdk.component import format_traceback
 
 UID = "u-1"
@@ -72,6 +87,37 @@ def test_answers(bindings):
     [text] = reconciler_.desired(parent(), [], [])
     assert json.loads(text)["metadata"]["ownerReferences"][0]["uid"] == UID
     assert json.loads(reconciler_.status(parent(), [], [], "now", "p")) == {"problem": "p", "now": "now"}
+
+
+def test_the_writes_class_answers_the_modules_write_model(bindings):
+    wit = importlib.import_module("wit_world.exports.writes")
+    assert writes(Reconciler).__name__ == "Writes"
+    assert writes(Reconciler)().model() is wit.WriteModel.REPLACE
+
+    class Applying(Site):
+        writes = "apply"
+
+    assert writes(reconciler(Applying()))().model() is wit.WriteModel.APPLY
+    assert writes(object)().model() is wit.WriteModel.REPLACE, "a class reconciler() did not make"
+
+
+def test_the_entry_exports_the_app_files_reconciler_and_its_writes(bindings, monkeypatch):
+    wit = importlib.import_module("wit_world.exports.writes")
+
+    class Applying(Site):
+        writes = WriteModel.APPLY
+
+    app = ModuleType("app")
+    app.Reconciler = reconciler(Applying())
+    monkeypatch.setitem(sys.modules, "app", app)
+    monkeypatch.delitem(sys.modules, "wasm_operator_sdk.entry", raising=False)
+    entry = importlib.import_module("wasm_operator_sdk.entry")
+    assert entry.Reconciler is app.Reconciler
+    assert entry.Writes().model() is wit.WriteModel.APPLY
+    # An app file's own Writes is kept.
+    app.Writes = writes(Reconciler)
+    assert importlib.reload(entry).Writes is app.Writes
+    monkeypatch.delitem(sys.modules, "wasm_operator_sdk.entry")
 
 
 def test_module_errors_are_the_wit_error_variant(bindings):

@@ -18,6 +18,7 @@ from wasm_operator_sdk import (
     Module,
     Objects,
     StatusContext,
+    WriteModel,
     module,
     observed_generation,
     read_text,
@@ -26,6 +27,7 @@ from wasm_operator_sdk import (
     run_references,
     run_status,
     set_condition,
+    write_model,
 )
 
 UID = "0b7e4a52-0000-4000-8000-000000000001"
@@ -317,3 +319,45 @@ def test_replacing_a_member_the_answer_lacks_removes_it():
     assert "data" not in cm
     assert "labels" not in cm["metadata"]
     assert cm["metadata"]["resourceVersion"] == "77"
+
+
+class Applying(Replacing):
+    """Written by server-side apply: its `replacing` marks have no effect."""
+
+    writes = "apply"
+
+
+def test_a_module_writes_by_replacing_unless_it_says_apply():
+    assert write_model(Site()) is WriteModel.REPLACE
+    assert write_model(Applying()) is WriteModel.APPLY
+    assert write_model(module(Site.manifest, desired=Site().desired, status=Site().status)) is WriteModel.REPLACE
+    functions = module(Site.manifest, desired=Site().desired, status=Site().status, writes=WriteModel.APPLY)
+    assert write_model(functions) is WriteModel.APPLY
+
+    class Merging(Site):
+        writes = "merge"
+
+    with pytest.raises(ValueError, match=r"Merging\.writes must be \"replace\" or \"apply\", not 'merge'"):
+        write_model(Merging())
+
+
+def test_an_applying_module_answers_only_its_fields():
+    server = server_config_map()
+    server["data"]["stale"] = "from an earlier version"
+    server["metadata"]["ownerReferences"].append({"apiVersion": "v1", "kind": "Other", "name": "o", "uid": "o-1"})
+    [cm] = desired(parent("new"), [server], mod=Applying())
+    # Nothing of the server's object (its resourceVersion, another's label
+    # and owner reference, a key the answer lacks) is merged in.
+    assert cm == {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "blog", "namespace": "web", "ownerReferences": [OURS]},
+        "data": {"text": "new", "secret": "no"},
+    }
+
+
+def test_an_applying_module_still_refuses_another_controllers_object():
+    other = server_config_map(owner={**OURS, "kind": "Blog", "name": "them", "uid": "other"})
+    with pytest.raises(Invalid) as error:
+        desired(parent(), [other], mod=Applying())
+    assert error.value.errors == [("metadata.ownerReferences", "owned by another controller (Blog them)")]

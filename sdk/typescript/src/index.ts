@@ -10,6 +10,7 @@ export {
   guard,
   parseObject,
   witManifest,
+  writesOf,
   type Context,
   type DefineOptions,
   type KindInfo,
@@ -21,6 +22,8 @@ export {
   type WitKindInfo,
   type WitManifest,
   type WitObjectRef,
+  type WriteModel,
+  type Writes,
 } from "./module.js";
 export {
   InvalidError,

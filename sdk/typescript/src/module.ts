@@ -3,7 +3,8 @@
  * `reconciler` export componentize-js expects (the WIT interface
  * `wasm-operator:controller/reconciler@1.2.0`: an exported object with one
  * method per function, records as objects with camelCase fields, a
- * `result`'s error thrown as a value whose `payload` is the variant).
+ * `result`'s error thrown as a value whose `payload` is the variant), and
+ * `writesOf`, the `writes` export (an enum as its case's name).
  */
 
 import { MalformedError, toWitError, type FieldError, type WitError } from "./errors.js";
@@ -69,16 +70,32 @@ export interface StatusContext extends Context {
   problem: string | undefined;
 }
 
+/**
+ * How the host writes what `desired` answers (contract 1.2's `writes`):
+ * `replace`, the object updated to exactly the answer, which the SDK merged
+ * onto the current object; `apply`, the answer (only the module's fields, no
+ * merge) written by server-side apply under the module's field manager.
+ */
+export type WriteModel = "replace" | "apply";
+
 /** A module: its manifest and the functions its author writes. */
 export interface ModuleDefinition<P extends KubeObject = KubeObject> {
   manifest: Manifest;
+  /**
+   * Default `replace`. With `apply` each answer is sent as the module wrote
+   * it (namespaced and adopted): not merged onto the current object, and
+   * `replacing` marks have no effect (the API server removes what the
+   * module no longer sets).
+   */
+  writes?: WriteModel;
   /** The related objects this parent needs (default none). */
   references?: (parent: P) => ObjectRef[];
   /**
    * Every object the parent should own, with the module's fields only: the
    * SDK fills `metadata.namespace`, adopts each one (controller owner
-   * reference) and merges it onto the current object of the same kind and
-   * name. Throw `invalid(...)` for a spec that breaks a rule.
+   * reference) and, with `writes: "replace"`, merges it onto the current
+   * object of the same kind and name. Throw `invalid(...)` for a spec that
+   * breaks a rule.
    */
   desired: (parent: P, ctx: Context) => KubeObject[];
   /** The parent's new `status` object. */
@@ -119,6 +136,11 @@ export interface Reconciler {
   references(parent: string): WitObjectRef[];
   desired(parent: string, owned: string[], related: string[]): string[];
   status(parent: string, owned: string[], related: string[], now: string, problem?: string | null): string;
+}
+
+/** The `writes` export (`export const writes = writesOf(reconciler)`). */
+export interface Writes {
+  model(): WriteModel;
 }
 
 /**
@@ -216,9 +238,18 @@ function sameObject(a: KubeObject, b: KubeObject, namespace: string): boolean {
 
 /**
  * One desired object as the host wants it: in the parent's namespace,
- * adopted, merged onto the current object of the same identity.
+ * adopted, and with `replace` merged onto the current object of the same
+ * identity. With `apply` the current object only decides whether the
+ * parent may have it (another controller's is refused); the answer carries
+ * the parent's owner reference alone, since the API server keeps others'.
  */
-export function finishDesired(parent: KubeObject, owned: ObjectSet, obj: unknown, index: number): KubeObject {
+export function finishDesired(
+  parent: KubeObject,
+  owned: ObjectSet,
+  obj: unknown,
+  index: number,
+  writes: WriteModel = "replace",
+): KubeObject {
   const namespace = placement(parent);
   if (!isObject(obj)) throw new TypeError(`desired object ${index}: expected an object, got ${typeName(obj)}`);
   const desired = obj as KubeObject;
@@ -234,6 +265,8 @@ export function finishDesired(parent: KubeObject, owned: ObjectSet, obj: unknown
   const placed: KubeObject = { ...desired, metadata: { ...metadata, namespace: metadata.namespace ?? namespace } };
   const current = owned.items.find((o) => sameObject(o, placed, namespace));
   const adopted = adopt(parent, current, placed);
+  // Applied: current was only checked (above); the server keeps others' references.
+  if (writes === "apply") return prune(adopt(parent, undefined, placed));
   if (current === undefined) return prune(adopted);
   // Fields marked with replacing() are desired's whole, not merged.
   return replacedPointers(obj).reduce((merged, pointer) => replaceAt(merged, adopted, pointer), merge(current, adopted));
@@ -271,6 +304,19 @@ export function guard<T>(call: () => T, write?: LogWriter): T {
   }
 }
 
+const writeModels = new WeakMap<Reconciler, WriteModel>();
+
+/**
+ * The `writes` export of a module whose `reconciler` export `defineModule`
+ * made: its definition's `writes` (`replace` for any other object). The
+ * repository's build script and a scaffolded project's Makefile add it to
+ * the component's entry, so a module's own file exports only `reconciler`.
+ */
+export function writesOf(reconciler: Reconciler): Writes {
+  const model = writeModels.get(reconciler) ?? "replace";
+  return { model: () => model };
+}
+
 /** The `reconciler` export for a module: `export const reconciler = defineModule({...}, { log: write })`. */
 export function defineModule<P extends KubeObject = KubeObject>(
   definition: ModuleDefinition<P>,
@@ -278,9 +324,13 @@ export function defineModule<P extends KubeObject = KubeObject>(
 ): Reconciler {
   const write = options.log;
   if (write !== undefined) setLogWriter(write);
+  const writes = definition.writes ?? "replace";
+  if (writes !== "replace" && writes !== "apply") {
+    throw new TypeError(`writes must be "replace" or "apply", not ${JSON.stringify(writes)}`);
+  }
   const parse = (texts: readonly string[], what: string) =>
     new ObjectSet(texts.map((text, index) => parseObject(text, `${what} ${index}`)));
-  return {
+  const reconciler: Reconciler = {
     manifest: () => witManifest(definition.manifest),
     references: (parentText) =>
       guard(() => {
@@ -297,7 +347,7 @@ export function defineModule<P extends KubeObject = KubeObject>(
         const related = parse(relatedTexts, "related object");
         const answer = definition.desired(parent, { owned, related });
         if (!Array.isArray(answer)) throw new TypeError("desired must return an array of objects");
-        return answer.map((obj, index) => JSON.stringify(finishDesired(parent, owned, obj, index)));
+        return answer.map((obj, index) => JSON.stringify(finishDesired(parent, owned, obj, index, writes)));
       }, write),
     status: (parentText, ownedTexts, relatedTexts, now, problem) =>
       guard(() => {
@@ -309,4 +359,6 @@ export function defineModule<P extends KubeObject = KubeObject>(
         return JSON.stringify(prune(status));
       }, write),
   };
+  writeModels.set(reconciler, writes);
+  return reconciler;
 }

@@ -14,6 +14,7 @@ import {
   setLogWriter,
   toWitError,
   unsupported,
+  writesOf,
   type KubeObject,
   type LogLevel,
   type ModuleDefinition,
@@ -75,6 +76,43 @@ describe("manifest", () => {
     const named = defineModule({ manifest: { ...manifest, crd: undefined, fieldManager: "fm", eventReporter: "er" }, desired: () => [], status: () => ({}) });
     const got = named.manifest();
     assert.deepEqual([got.fieldManager, got.eventReporter, got.crd], ["fm", "er", ""]);
+  });
+});
+
+describe("writes", () => {
+  it("is replace by default, and what the definition says", () => {
+    assert.equal(writesOf(module()).model(), "replace");
+    assert.equal(writesOf(module({ writes: "apply" })).model(), "apply");
+    assert.equal(writesOf(module({ writes: "replace" })).model(), "replace");
+  });
+
+  it("is replace for a reconciler defineModule did not make", () => {
+    assert.equal(writesOf({ ...module({ writes: "apply" }) }).model(), "replace");
+  });
+
+  it("refuses a model the contract lacks", () => {
+    assert.throws(() => module({ writes: "merge" as "apply" }), /writes must be "replace" or "apply", not "merge"/);
+  });
+
+  it("with apply, answers only the module's fields: no merge onto the current object, no replacing()", () => {
+    const server = serverDeployment();
+    server.metadata!.ownerReferences = [{ ...ours }, { apiVersion: "v1", kind: "Other", name: "o", uid: "o-1" }];
+    const d = replacing({ ...desiredDeployment(), status: null }, "/spec/template");
+    delete d.metadata!.namespace;
+    const [answer] = module({ writes: "apply", desired: () => [d] }).desired(text(parent()), [text(server)], []);
+    const expected = desiredDeployment();
+    expected.metadata!.ownerReferences = [ours];
+    assert.deepEqual(JSON.parse(answer!), expected, "the server's fields and others' references are not in the answer");
+  });
+
+  it("with apply, still refuses an object another controller owns", () => {
+    const theirs = serverDeployment();
+    theirs.metadata!.ownerReferences = [{ ...ours, kind: "Other", name: "boss", uid: "another" }];
+    const m = module({ writes: "apply" });
+    assert.deepEqual(witError(() => m.desired(text(parent()), [text(theirs)], [])), {
+      tag: "invalid",
+      val: [{ path: "metadata.ownerReferences", message: "owned by another controller (Other boss)" }],
+    });
   });
 });
 

@@ -4,7 +4,7 @@ and merging. See sdk/python/README.md.
 """
 
 from . import log
-from .component import reconciler
+from .component import reconciler, writes
 from .errors import (
     FieldError,
     Invalid,
@@ -38,11 +38,13 @@ from .module import (
     ObjectRef,
     Objects,
     StatusContext,
+    WriteModel,
     module,
     read_text,
     run_desired,
     run_references,
     run_status,
+    write_model,
 )
 
 __all__ = [
@@ -59,6 +61,7 @@ __all__ = [
     "Objects",
     "StatusContext",
     "Unsupported",
+    "WriteModel",
     "adopt",
     "controller_of",
     "describe",
@@ -81,4 +84,6 @@ __all__ = [
     "run_status",
     "set_condition",
     "unsupported",
+    "write_model",
+    "writes",
 ]

@@ -1,6 +1,7 @@
 """The componentize-py glue: `Reconciler = reconciler(MyModule())` in the
 module's app file gives componentize-py the class it instantiates for the
-`reconciler` export.
+`reconciler` export, and `writes(Reconciler)` the one for the `writes`
+export (which `wasm_operator_sdk.entry` makes for the app file).
 
 The generated bindings (`wit_world`, `componentize_py_types`) are imported
 when a method runs, never when this file is imported, so a module and its
@@ -31,7 +32,7 @@ from typing import Any, TypeVar
 
 from . import log
 from .errors import Invalid, Malformed, ModuleError, Unsupported
-from .module import Kind, Module, run_desired, run_references, run_status
+from .module import Kind, Module, WriteModel, run_desired, run_references, run_status, write_model
 
 T = TypeVar("T")
 
@@ -202,4 +203,24 @@ def reconciler(module: Module) -> type:
             return call("status", lambda: run_status(module, parent, owned, related, now, problem))
 
     Reconciler.__qualname__ = "Reconciler"
+    Reconciler.write_model = write_model(module)  # type: ignore[attr-defined]
     return Reconciler
+
+
+def writes(reconciler: type) -> type:
+    """The `Writes` class componentize-py wants for the `writes` export
+    (contract 1.2): the write model of the module that `reconciler()` made
+    `reconciler` for (`replace` for any other class)."""
+    model = getattr(reconciler, "write_model", WriteModel.REPLACE)
+
+    class Writes:
+        def model(self) -> Any:
+            def run() -> Any:
+                from wit_world.exports import writes as wit  # type: ignore[import-not-found, unused-ignore]
+
+                return wit.WriteModel.APPLY if model is WriteModel.APPLY else wit.WriteModel.REPLACE
+
+            return call("model", run)
+
+    Writes.__qualname__ = "Writes"
+    return Writes

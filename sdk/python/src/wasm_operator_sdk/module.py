@@ -12,6 +12,7 @@ import copy
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Optional, Union
 
 from .errors import Malformed
@@ -154,6 +155,19 @@ class StatusContext(Context):
     problem: Optional[str] = None
 
 
+class WriteModel(str, Enum):
+    """How the host writes what `desired` answers (contract 1.2's `writes`).
+
+    `REPLACE`: the host updates each object to exactly the answer, which the
+    SDK merged onto the current object. `APPLY`: each answer holds only the
+    module's fields and is written by server-side apply under the module's
+    field manager; the SDK merges nothing and `replacing` marks have no
+    effect (the API server removes what the module no longer sets)."""
+
+    REPLACE = "replace"
+    APPLY = "apply"
+
+
 class Module:
     """A logic module: set `manifest`, write `desired` and `status`
     (`references` is optional: none by default). Parents and objects are
@@ -161,11 +175,14 @@ class Module:
 
     The SDK does the rest for each desired object: fills `metadata.namespace`
     with the parent's, adopts it (the parent's controller owner reference;
-    another controller's object is refused) and merges it onto the current
-    object of the same identity, so what the server filled in survives.
+    another controller's object is refused) and, as `writes` says (default
+    `"replace"`), merges it onto the current object of the same identity, so
+    what the server filled in survives; with `writes = "apply"` (or
+    `WriteModel.APPLY`) it is written by server-side apply as it is.
     """
 
     manifest: Manifest
+    writes: WriteModel | str = WriteModel.REPLACE
 
     def references(self, parent: JsonObject) -> Sequence[ObjectRef]:
         return []
@@ -186,8 +203,10 @@ class FunctionModule(Module):
         desired: Callable[[JsonObject, Context], Sequence[JsonObject]],
         status: Callable[[JsonObject, StatusContext], JsonObject],
         references: Callable[[JsonObject], Sequence[ObjectRef]] | None = None,
+        writes: WriteModel | str = WriteModel.REPLACE,
     ) -> None:
         self.manifest = manifest
+        self.writes = writes
         self._desired = desired
         self._status = status
         self._references = references
@@ -208,9 +227,21 @@ def module(
     desired: Callable[[JsonObject, Context], Sequence[JsonObject]],
     status: Callable[[JsonObject, StatusContext], JsonObject],
     references: Callable[[JsonObject], Sequence[ObjectRef]] | None = None,
+    writes: WriteModel | str = WriteModel.REPLACE,
 ) -> Module:
     """A module from functions instead of a class."""
-    return FunctionModule(manifest, desired, status, references)
+    return FunctionModule(manifest, desired, status, references, writes)
+
+
+def write_model(module: Module) -> WriteModel:
+    """The module's `writes` as a `WriteModel`; a `ValueError` naming it when
+    it is neither "replace" nor "apply"."""
+    try:
+        return WriteModel(module.writes)
+    except ValueError:
+        raise ValueError(
+            f'{type(module).__name__}.writes must be "replace" or "apply", not {module.writes!r}'
+        ) from None
 
 
 # --- The glue on JSON texts ---------------------------------------------------
@@ -278,7 +309,9 @@ def run_desired(
     module: Module, parent_text: object, owned_texts: Sequence[object], related_texts: Sequence[object]
 ) -> list[str]:
     """The contract's `desired` on texts: the author's objects, each placed
-    in the parent's namespace, adopted and merged onto its current object."""
+    in the parent's namespace, adopted and (with `replace`) merged onto its
+    current object."""
+    applies = write_model(module) is WriteModel.APPLY
     parent = _parent(module, parent_text)
     _placement(module, parent)
     owned = _objects(owned_texts, "owned")
@@ -294,7 +327,13 @@ def run_desired(
         if namespace is not None and obj["metadata"].get("namespace") is None:
             obj = {**obj, "metadata": {**obj["metadata"], "namespace": namespace}}
         existing = current.get(_identity(obj))
-        obj = adopt(parent, existing, obj)
+        adopted = adopt(parent, existing, obj)
+        if applies:
+            # The current object was only checked (adopt refuses another
+            # controller's); the server keeps others' owner references.
+            answers.append(dump(merge(None, adopt(parent, None, obj))))
+            continue
+        obj = adopted
         merged = merge(existing, obj)
         if existing is not None:
             for pointer in replaced:
