@@ -1,7 +1,8 @@
 //! A module that writes by server-side apply (`writes`: `apply`; the Queue
-//! module, tests/modules/queue, written as a newcomer writes one on the
-//! Rust SDK: each object with only the fields it sets) against a real API
-//! server and its audit log:
+//! module written as a newcomer writes one, each object with only the
+//! fields it sets, on each SDK: tests/modules/queue in Rust, queue-ts in
+//! TypeScript, queue-py in Python), against a real API server and its audit
+//! log, each scenario once per SDK:
 //! - it converges, and then resyncs and its children's status churn write
 //!   nothing at all, though the server filled in defaults everywhere (a
 //!   claim template's `volumeMode`, a Service port's `targetPort` and
@@ -13,6 +14,9 @@
 //!   none) is left alone with no write; a field the module sets that is
 //!   edited by hand is taken back, with a `FieldsTakenOver` event and the
 //!   conflict counted.
+//!
+//! And without a server: the three declare apply, ship the same CRD and
+//! answer the same objects for the same spec.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -27,6 +31,57 @@ use operator_support::{
 };
 use serde_json::{Value, json};
 use wasm_operator::runtime::bindings::WriteModel;
+use wasm_operator::runtime::logic_module::LogicModule;
+
+/// The Queue module on one SDK: its file in target/ and its manifest's name.
+#[derive(Clone, Copy)]
+struct Queue {
+    file: &'static str,
+    name: &'static str,
+}
+
+const RUST: Queue = Queue { file: "queue.wasm", name: "queue" };
+const TYPESCRIPT: Queue = Queue { file: "queue-ts.wasm", name: "queue-ts" };
+const PYTHON: Queue = Queue { file: "queue-py.wasm", name: "queue-py" };
+
+/// A scenario as one test per SDK: `scenario::rust`, `::typescript`, `::python`.
+macro_rules! on_each_sdk {
+    ($scenario:ident) => {
+        mod $scenario {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn rust() {
+                super::$scenario(super::RUST).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn typescript() {
+                super::$scenario(super::TYPESCRIPT).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn python() {
+                super::$scenario(super::PYTHON).await;
+            }
+        }
+    };
+}
+
+on_each_sdk!(an_applying_module_writes_nothing_in_steady_state_and_removes_what_it_no_longer_sets);
+on_each_sdk!(another_managers_fields_are_left_alone_and_a_field_edited_by_hand_is_taken_back);
+
+impl Queue {
+    fn module(self) -> LogicModule {
+        let module = module_file(self.file);
+        assert_eq!(module.write_model(), WriteModel::Apply, "{} declares apply", self.file);
+        assert_eq!(module.name(), self.name);
+        module
+    }
+
+    /// A namespace prefix of this SDK's.
+    fn prefix(self, scenario: &str) -> String {
+        format!("{scenario}-{}", self.name)
+    }
+}
 
 fn queues() -> kube::api::ApiResource {
     gvk("example.c5c3.io", "v1", "Queue", "queues")
@@ -48,12 +103,16 @@ fn budgets() -> kube::api::ApiResource {
     gvk("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets")
 }
 
-async fn start(plane: &'static ControlPlane, prefix: &str, spec: Value) -> (TestNamespace<'static>, Running) {
-    let module = module_file("queue.wasm");
-    assert_eq!(module.write_model(), WriteModel::Apply, "the Queue module declares apply");
+async fn start(
+    plane: &'static ControlPlane,
+    queue: Queue,
+    scenario: &str,
+    spec: Value,
+) -> (TestNamespace<'static>, Running) {
+    let module = queue.module();
     plane.apply_yaml(&module.manifest().crd).await.expect("installing the Queue CRD");
     grant_operator_everything(plane).await;
-    let ns = TestNamespace::on(plane, prefix).await;
+    let ns = TestNamespace::on(plane, &queue.prefix(scenario)).await;
     let queue: DynamicObject = serde_json::from_value(json!({
         "apiVersion": "example.c5c3.io/v1", "kind": "Queue", "metadata": {"name": "orders"}, "spec": spec
     }))
@@ -122,12 +181,15 @@ fn labels(object: &Value) -> BTreeMap<String, String> {
     serde_json::from_value(object["metadata"]["labels"].clone()).unwrap_or_default()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_applying_module_writes_nothing_in_steady_state_and_removes_what_it_no_longer_sets() {
+/// A spec that sets every optional field.
+fn full_spec() -> Value {
+    json!({"image": "queue:1", "metricsPort": 9090, "labels": {"team": "a", "tier": "gold"},
+           "settings": {"a": "1", "b": "2"}, "env": {"A": "1", "B": "2"}, "disruptionBudget": true})
+}
+
+async fn an_applying_module_writes_nothing_in_steady_state_and_removes_what_it_no_longer_sets(queue: Queue) {
     let plane = ControlPlane::shared();
-    let spec = json!({"image": "queue:1", "metricsPort": 9090, "labels": {"team": "a", "tier": "gold"},
-                      "settings": {"a": "1", "b": "2"}, "env": {"A": "1", "B": "2"}, "disruptionBudget": true});
-    let (ns, operator) = start(plane, "apply", spec).await;
+    let (ns, operator) = start(plane, queue, "apply", full_spec()).await;
 
     // Converged, with what the server filled in.
     let set = object_where(&ns, &stateful_sets(), "orders", |s| labels(s).contains_key("tier")).await;
@@ -198,10 +260,10 @@ async fn an_applying_module_writes_nothing_in_steady_state_and_removes_what_it_n
     operator.stop().await.expect("a clean stop");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn another_managers_fields_are_left_alone_and_a_field_edited_by_hand_is_taken_back() {
+async fn another_managers_fields_are_left_alone_and_a_field_edited_by_hand_is_taken_back(queue: Queue) {
     let plane = ControlPlane::shared();
-    let (ns, operator) = start(plane, "apply-others", json!({"image": "queue:1", "labels": {"team": "a"}})).await;
+    let (ns, operator) =
+        start(plane, queue, "apply-others", json!({"image": "queue:1", "labels": {"team": "a"}})).await;
     let sets = ns.api(&stateful_sets());
     object_where(&ns, &stateful_sets(), "orders", |s| labels(s).get("team").map(String::as_str) == Some("a")).await;
     queue_status(&ns, 1).await;
@@ -232,7 +294,8 @@ async fn another_managers_fields_are_left_alone_and_a_field_edited_by_hand_is_ta
         notes[0].contains("StatefulSet orders") && notes[0].contains("labels") && notes[0].contains("kubectl-edit"),
         "{notes:?}"
     );
-    let conflicts = operator.metric("wasm_operator_apply_conflicts_total", "module=\"queue\",kind=\"StatefulSet\"");
+    let labels = format!("module=\"{}\",kind=\"StatefulSet\"", queue.name);
+    let conflicts = operator.metric("wasm_operator_apply_conflicts_total", &labels);
     assert!(conflicts >= 1, "the conflict is counted");
     let set = serde_json::to_value(sets.get("orders").await.expect("the StatefulSet")).expect("JSON");
     assert_eq!(set["spec"]["replicas"], 3, "taking the label back leaves the autoscaler's replicas");
@@ -244,4 +307,33 @@ async fn another_managers_fields_are_left_alone_and_a_field_edited_by_hand_is_ta
     let writes = ns.operator_writes(mark).await;
     assert!(writes.is_empty(), "wrote after taking the label back: {:?}", described(&writes));
     operator.stop().await.expect("a clean stop");
+}
+
+/// What `module` answers for a Queue with `spec`: the objects as JSON
+/// values, or the error it answers.
+fn answer(module: &LogicModule, spec: &Value) -> Result<Vec<Value>, String> {
+    let parent = json!({"apiVersion": "example.c5c3.io/v1", "kind": "Queue",
+        "metadata": {"name": "orders", "namespace": "ns", "uid": "u-1", "generation": 1}, "spec": spec});
+    let mut reconciler = module.reconciler().expect("an instance");
+    let texts = reconciler.desired(&parent.to_string(), &[], &[]).map_err(|e| e.to_string())?;
+    Ok(texts.iter().map(|text| serde_json::from_str(text).expect("JSON")).collect())
+}
+
+#[test]
+fn the_three_sdks_ship_the_same_crd_and_answer_the_same_objects() {
+    let crd = |module: &LogicModule| serde_norway::from_str::<Value>(&module.manifest().crd).expect("the CRD");
+    let specs = [
+        full_spec(),
+        json!({"image": "queue:1"}),
+        json!({"image": "queue:2", "replicas": 3, "storage": "5Gi", "env": {"B": "2", "A": "1"}}),
+        json!({"image": "", "storage": ""}),
+    ];
+    let rust = RUST.module();
+    assert!(answer(&rust, &specs[3]).is_err(), "an empty image and storage are invalid");
+    for other in [TYPESCRIPT.module(), PYTHON.module()] {
+        assert_eq!(crd(&other), crd(&rust), "{}'s CRD", other.name());
+        for spec in &specs {
+            assert_eq!(answer(&other, spec), answer(&rust, spec), "{}'s answer for {spec}", other.name());
+        }
+    }
 }
