@@ -222,8 +222,15 @@ fn shadow_cost(module: &LogicModule, cr: &str, secrets: &[String]) {
                 for _ in 0..2 {
                     black_box(module.reconciler().expect("instantiates").references(cr).expect("references"));
                 }
-                let given =
-                    Given { parent: &parent, owned: &[], related: &related, now, problem: None, status_owned: None };
+                let given = Given {
+                    parent: &parent,
+                    owned: &[],
+                    related: &related,
+                    now,
+                    problem: None,
+                    status_owned: None,
+                    schemas: None,
+                };
                 let serving = offline::reconcile(module, &kinds, &given);
                 let shadow = offline::reconcile(module, &kinds, &given);
                 let planned = compare(

@@ -155,6 +155,7 @@ pub fn run(module: &LogicModule, kinds: &Kinds, case: &Case) -> Verdict {
         now,
         problem: case.problem.as_deref(),
         status_owned: case.status_owned.as_deref(),
+        schemas: None,
     };
     let outcome = offline::reconcile(module, kinds, &given);
     let mut report = compare(&case.expect, &outcome);

@@ -170,6 +170,7 @@ pub fn render(
                         now,
                         problem: None,
                         status_owned: None,
+                        schemas: None,
                     },
                 ))
             } else {

@@ -68,17 +68,10 @@ const SERVER_SET: &[&str] =
     &["resourceVersion", "uid", "creationTimestamp", "generation", "managedFields", "selfLink", "deletionTimestamp"];
 
 /// `answer` with its digest annotation: what the host applies.
-pub fn with_digest(mut answer: Value) -> Value {
+pub fn with_digest(answer: Value) -> Value {
     // Digested without its own mark (and without the annotations it alone
     // made): applying the same answer twice gives the same digest.
-    if let Some(metadata) = answer.get_mut("metadata").and_then(Value::as_object_mut)
-        && let Some(annotations) = metadata.get_mut("annotations").and_then(Value::as_object_mut)
-    {
-        annotations.remove(DIGEST_ANNOTATION);
-        if annotations.is_empty() {
-            metadata.remove("annotations");
-        }
-    }
+    let mut answer = without_digest(answer);
     // serde_json's maps are ordered by key: the text is canonical.
     let digest = Sha256::digest(answer.to_string().as_bytes());
     let hex: String = digest.iter().take(16).map(|byte| format!("{byte:02x}")).collect();
@@ -89,6 +82,20 @@ pub fn with_digest(mut answer: Value) -> Value {
         }
     }
     answer
+}
+
+/// `object` without its digest annotation (and without `annotations`
+/// when the digest was the only one).
+pub fn without_digest(mut object: Value) -> Value {
+    if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut)
+        && let Some(annotations) = metadata.get_mut("annotations").and_then(Value::as_object_mut)
+    {
+        annotations.remove(DIGEST_ANNOTATION);
+        if annotations.is_empty() {
+            metadata.remove("annotations");
+        }
+    }
+    object
 }
 
 /// Whether `live` already holds `applied` (an answer [`with_digest`]):
@@ -115,7 +122,14 @@ pub fn changes(schema: &KindSchema, live: &Value, answer: &Value, owned: Option<
     let wanted = FieldSet::of(schema, answer);
     let empty = FieldSet::default();
     let owned = owned.unwrap_or(&empty);
+    // A dropped item or object is one change, not one per member (the set
+    // is sorted: a path comes before those inside it).
+    let mut dropped: Vec<&FieldPath> = Vec::new();
     for path in owned.iter().filter(|path| !wanted.contains(path)) {
+        if dropped.iter().any(|outer| path.starts_with(outer)) {
+            continue;
+        }
+        dropped.push(path);
         changes.push(Change::Drop { path: display(path), from: lookup(schema, live, path).cloned() });
     }
     for path in wanted.iter().filter(|path| !owned.contains(path)) {
@@ -128,7 +142,7 @@ pub fn changes(schema: &KindSchema, live: &Value, answer: &Value, owned: Option<
 }
 
 fn is_digest(path: &str) -> bool {
-    path.strip_prefix("metadata.annotations.") == Some(DIGEST_ANNOTATION)
+    path.strip_prefix("metadata.annotations") == Some(&format!("[{}]", Value::from(DIGEST_ANNOTATION)))
 }
 
 fn is_identity(path: &str) -> bool {
@@ -356,6 +370,21 @@ mod tests {
         assert_eq!(
             changes(&schema, &live(), &answer(), Some(&owned)),
             [Change::Drop { path: "metadata.labels.team".into(), from: Some(json!("b")) }]
+        );
+    }
+
+    #[test]
+    fn a_dropped_item_is_one_change() {
+        let schema = thing();
+        let mut before = answer();
+        before["spec"]["ports"] = json!([{"port": 80, "name": "http"}, {"port": 53, "protocol": "UDP"}]);
+        let owned = FieldSet::of(&schema, &before);
+        assert_eq!(
+            changes(&schema, &live(), &answer(), Some(&owned)),
+            [Change::Drop {
+                path: "spec.ports[port=53,protocol=UDP]".into(),
+                from: Some(json!({"port": 53, "protocol": "UDP"}))
+            }]
         );
     }
 

@@ -30,9 +30,11 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::fields::{self, FieldChange};
+use crate::planning::applied::{Change, without_digest};
 use crate::planning::kinds::Kinds;
 use crate::planning::object_diff::same_ignoring_nulls;
-use crate::planning::offline::{Outcome, OutcomeError};
+use crate::planning::offline::{ObjectWrite, Outcome, OutcomeError, module_view};
+use crate::planning::step::Write;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -142,24 +144,73 @@ fn key_of(object: &Value) -> Key {
     (group, text("/kind"), text("/metadata/name"))
 }
 
-/// The objects as the version leaves them.
-fn end_state(side: &Side<'_>, live: &BTreeMap<Key, &Value>) -> BTreeMap<Key, Value> {
-    let mut state: BTreeMap<Key, Value> = live.iter().map(|(key, object)| (key.clone(), (*object).clone())).collect();
+/// The objects as a version leaves them, and what its applies change in
+/// the live objects it applies to (an apply keeps the fields others set,
+/// so its end state is told by its changes, not by its answer).
+struct EndState<'o> {
+    objects: BTreeMap<Key, Value>,
+    applies: BTreeMap<Key, &'o [Change]>,
+}
+
+fn end_state<'o>(side: &Side<'o>, live: &BTreeMap<Key, &Value>) -> EndState<'o> {
+    let objects = live.iter().map(|(key, object)| (key.clone(), (*object).clone())).collect();
+    let mut state = EndState { objects, applies: BTreeMap::new() };
     if side.outcome.error.is_some() {
         return state;
     }
     for deleted in &side.outcome.deleted {
-        state.remove(&key_of(deleted));
+        state.objects.remove(&key_of(deleted));
     }
-    for desired in &side.outcome.desired {
+    for (index, desired) in side.outcome.desired.iter().enumerate() {
         let key = key_of(desired);
+        match side.outcome.writes.get(index) {
+            // As the operator decides: no request, the live one stays.
+            Some(ObjectWrite { write: Write::Unchanged, .. }) => continue,
+            Some(ObjectWrite { write: Write::Apply, changes }) if live.contains_key(&key) => {
+                state.applies.insert(key, changes);
+                continue;
+            }
+            _ => {}
+        }
         // Equal to the live object: no write, the live one stays.
         if live.get(&key).is_some_and(|object| same_ignoring_nulls(object, desired)) {
             continue;
         }
-        state.insert(key, desired.clone());
+        state.objects.insert(key, without_digest(desired.clone()));
     }
     state
+}
+
+/// A path's live value, and what each side's apply leaves there (none:
+/// it changes nothing there; `Some(None)`: it removes the field).
+type LeftAt<'a> = (Option<&'a Value>, [Option<Option<&'a Value>>; 2]);
+
+/// The fields two versions' applies leave differently, each from the
+/// value `current`'s leaves (the live one where it changes none) to the
+/// value `new`'s leaves. A field that only becomes the module's, or items
+/// only reordered, keep their values and show none.
+fn apply_changes(current: Option<&[Change]>, new: Option<&[Change]>) -> Vec<FieldChange> {
+    let (current, new) = (current.unwrap_or_default(), new.unwrap_or_default());
+    let mut paths: BTreeMap<&str, LeftAt<'_>> = BTreeMap::new();
+    for (side, changes) in [current, new].into_iter().enumerate() {
+        for change in changes {
+            let (path, from, left) = match change {
+                Change::Set { path, from, to } => (path, from, Some(to)),
+                Change::Drop { path, from } => (path, from, None),
+                Change::Own { .. } | Change::Order { .. } => continue,
+            };
+            let entry = paths.entry(path).or_default();
+            entry.0 = from.as_ref();
+            entry.1[side] = Some(left);
+        }
+    }
+    paths
+        .into_iter()
+        .filter_map(|(path, (live, [before, after]))| {
+            let (before, after) = (before.unwrap_or(live), after.unwrap_or(live));
+            (before != after).then(|| FieldChange { path: path.to_owned(), old: before.cloned(), new: after.cloned() })
+        })
+        .collect()
 }
 
 /// What `new` does differently from `current` for `parent`, given the live
@@ -179,6 +230,7 @@ pub fn compare(parent: &Value, live: &[Value], current: &Side<'_>, new: &Side<'_
     }
     if current.outcome.error.is_none()
         && current.outcome.desired == new.outcome.desired
+        && current.outcome.writes == new.outcome.writes
         && current.outcome.deleted == new.outcome.deleted
         && current.outcome.status == new.outcome.status
     {
@@ -186,6 +238,8 @@ pub fn compare(parent: &Value, live: &[Value], current: &Side<'_>, new: &Side<'_
         // no end states to build (a shadow compares on every reconcile).
         return plan;
     }
+    // As a module reads them: managedFields are the API server's record.
+    let live: Vec<Value> = live.iter().map(module_view).collect();
     let live: BTreeMap<Key, &Value> = live.iter().map(|object| (key_of(object), object)).collect();
     let before = end_state(current, &live);
     let after = end_state(new, &live);
@@ -199,9 +253,9 @@ pub fn compare(parent: &Value, live: &[Value], current: &Side<'_>, new: &Side<'_
         BTreeSet::new()
     };
 
-    let keys: BTreeSet<&Key> = before.keys().chain(after.keys()).collect();
+    let keys: BTreeSet<&Key> = before.objects.keys().chain(after.objects.keys()).collect();
     for key in keys {
-        let (old, new_object) = (before.get(key), after.get(key));
+        let (old, new_object) = (before.objects.get(key), after.objects.get(key));
         let is_live = live.contains_key(key);
         let (action, object, mut changes) = match (old, new_object) {
             _ if unmanaged.contains(key) => {
@@ -215,8 +269,12 @@ pub fn compare(parent: &Value, live: &[Value], current: &Side<'_>, new: &Side<'_
             }
             (Some(deleted), None) => (Action::Delete, deleted, Vec::new()),
             (Some(old), Some(new_object)) => {
-                let changes = fields::diff(old, new_object);
-                if changes.is_empty() {
+                let (applied_before, applied_after) = (before.applies.get(key), after.applies.get(key));
+                let mut changes = fields::diff(old, new_object);
+                changes.extend(apply_changes(applied_before.copied(), applied_after.copied()));
+                // An apply that changes no value is still a request.
+                let applies_anew = applied_after.is_some_and(|after| applied_before != Some(after));
+                if changes.is_empty() && !applies_anew {
                     continue;
                 }
                 (Action::Update, new_object, changes)
@@ -362,6 +420,37 @@ mod tests {
         assert_eq!(plan.status.iter().map(FieldChange::line).collect::<Vec<_>>(), ["revision: (none) -> 2"]);
         assert!(plan.changed() && !plan.fails());
         assert_eq!(plan.count(Action::Update), 1);
+    }
+
+    fn applied(desired: Value, write: Write, changes: Vec<Change>) -> Outcome {
+        let writes = vec![ObjectWrite { write, changes }];
+        Outcome { desired: vec![desired], writes, status: Some(json!({})), ..Outcome::default() }
+    }
+
+    #[test]
+    fn an_apply_is_planned_by_what_it_changes_in_the_live_object() {
+        // Another manager's key stays: the answer lacking it removes nothing.
+        let live = [object("ConfigMap", "hello", json!({"message": "hi", "team": "a", "theirs": "x"}))];
+        let answer = object("ConfigMap", "hello", json!({"message": "hi"}));
+        let holds = applied(answer.clone(), Write::Unchanged, vec![]);
+        let drops = vec![Change::Drop { path: "data.team".into(), from: Some(json!("a")) }];
+        let dropping = applied(answer.clone(), Write::Apply, drops);
+        let k = kinds(&["ConfigMap"]);
+        let (current, new) = (Side { outcome: &holds, kinds: &k }, Side { outcome: &dropping, kinds: &k });
+        let plan = compare(&parent(), &live, &current, &new);
+        assert_eq!(lines(&plan), ["update ConfigMap hello live=true [data.team: \"a\" -> (none)]"]);
+
+        // The same apply on both sides is no difference; one that only
+        // takes fields over is still a write, with no value to show.
+        let plan = compare(&parent(), &live, &new, &Side { outcome: &dropping, kinds: &k });
+        assert!(!plan.noteworthy(), "{plan:?}");
+        let owning = applied(answer, Write::Apply, vec![Change::Own { path: "data.message".into() }]);
+        let plan = compare(&parent(), &live, &current, &Side { outcome: &owning, kinds: &k });
+        assert_eq!(lines(&plan), ["update ConfigMap hello live=true []"]);
+        // Back to a version whose answer the object holds: the field the
+        // other would drop stays.
+        let plan = compare(&parent(), &live, &new, &current);
+        assert_eq!(lines(&plan), ["update ConfigMap hello live=true [data.team: (none) -> \"a\"]"]);
     }
 
     #[test]

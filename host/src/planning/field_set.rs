@@ -77,6 +77,20 @@ impl FieldSet {
         Ok(set)
     }
 
+    /// The fields `manager` applied to `object`, as its `managedFields`
+    /// say (an apply to the object itself); none when it applied none, or
+    /// when its entry does not read as fieldsV1 (the object is then applied
+    /// again, which is always safe).
+    pub fn applied_by(object: &Value, manager: &str) -> Option<Self> {
+        let entries = object.pointer("/metadata/managedFields")?.as_array()?;
+        let entry = entries.iter().find(|entry| {
+            entry.get("manager").and_then(Value::as_str) == Some(manager)
+                && entry.get("operation").and_then(Value::as_str) == Some("Apply")
+                && entry.get("subresource").and_then(Value::as_str).unwrap_or_default().is_empty()
+        })?;
+        Self::from_fields_v1(entry.get("fieldsV1")?).ok()
+    }
+
     fn strip(&mut self) {
         self.0.retain(|path| {
             let is = |names: &[&str]| {
@@ -217,7 +231,12 @@ fn parse_element(text: &str) -> Result<Element, FieldSetError> {
 impl fmt::Display for Element {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Element::Field(name) => write!(f, ".{name}"),
+            // As `plan` writes any other path (`planning/fields.rs`): a key
+            // that is not one word is quoted, `labels["app.kubernetes.io/name"]`.
+            Element::Field(name) => {
+                let plain = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+                if plain { write!(f, ".{name}") } else { write!(f, "[{}]", Value::from(name.as_str())) }
+            }
             Element::Key(keys) => {
                 let keys: Map<String, Value> = serde_json::from_str(keys).unwrap_or_default();
                 let named: Vec<String> = keys

@@ -8,8 +8,11 @@
 //! schema is published the same way.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use serde_json::Value;
+
+use crate::planning::kinds::Kind;
 
 /// Where a shape sits in its schema's table.
 pub type ShapeId = usize;
@@ -147,6 +150,29 @@ impl KindSchema {
     /// Whether `key` is a declared field of an object of shape `object`.
     pub fn declares(&self, object: ShapeRef, key: &str) -> bool {
         matches!(self.shape(object), Shape::Object { fields, .. } if fields.contains_key(key))
+    }
+}
+
+/// Kinds' schemas, by group, version and kind: what deciding applies
+/// offline needs (`planning/offline.rs`), read from the API server.
+#[derive(Clone, Debug, Default)]
+pub struct Schemas(BTreeMap<(String, String, String), Arc<KindSchema>>);
+
+impl Schemas {
+    pub fn insert(&mut self, kind: &Kind, schema: Arc<KindSchema>) {
+        let resource = &kind.resource;
+        self.0.insert((resource.group.clone(), resource.version.clone(), resource.kind.clone()), schema);
+    }
+
+    /// `kind`'s schema; one that knows nothing of it when none was read.
+    pub fn of(&self, kind: &Kind) -> Arc<KindSchema> {
+        let resource = &kind.resource;
+        let key = (resource.group.clone(), resource.version.clone(), resource.kind.clone());
+        self.0.get(&key).cloned().unwrap_or_else(|| Arc::new(KindSchema::untyped()))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 }
 

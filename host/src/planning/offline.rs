@@ -5,7 +5,10 @@
 //! The owned objects the module is given are those of the given ones the
 //! parent controls (a controller owner reference with its uid) of an owned
 //! kind in its namespace, as the operator's caches give them; the related
-//! objects are those of the given ones its `references` answer names. The
+//! objects are those of the given ones its `references` answer names. Each
+//! desired object's write is decided as the operator decides it: for a
+//! module that applies, from the fields its manager applied (the given
+//! objects' `managedFields`) and each kind's schema (`Given::schemas`). The
 //! status is computed from the objects as they would be after the writes:
 //! the desired objects, checked (for an invalid spec: the current ones, and
 //! `problem` set to the operator's `invalid: ...` text), unless the objects
@@ -13,11 +16,18 @@
 //! objects as the operator's writes left them, server-filled fields and
 //! the children's own status included).
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
+use crate::planning::applied::{self, Change};
+use crate::planning::field_set::FieldSet;
+use crate::planning::kind_schema::{KindSchema, Schemas};
 use crate::planning::kinds::{Kind, Kinds};
-use crate::planning::step::{self, Answer, Child, Inputs, ModuleCaller, Parent, StatusAnswer, StepError, Writing};
-use crate::runtime::bindings::ObjectRef;
+use crate::planning::step::{
+    self, Answer, Applying, Child, Inputs, ModuleCaller, Parent, PlannedObject, StatusAnswer, StepError, Write, Writing,
+};
+use crate::runtime::bindings::{ObjectRef, WriteModel};
 use crate::runtime::call_error::{CallError, CallResult, LogicError};
 use crate::runtime::logic_module::LogicModule;
 use crate::runtime::reconciler::Reconciler;
@@ -37,13 +47,21 @@ pub struct Given<'a> {
     /// The objects `status` is given, when known (a recorded reconcile's):
     /// instead of the checked desired ones (resp. the current ones).
     pub status_owned: Option<&'a [Value]>,
+    /// How the API server merges each owned kind, for a module that
+    /// applies (read from the cluster). A kind without one is merged as
+    /// one without a published schema: lists replaced whole.
+    pub schemas: Option<&'a Schemas>,
 }
 
 /// What the operator would do for the parent.
 #[derive(Debug, Default)]
 pub struct Outcome {
-    /// The objects it would create or update, in order, checked.
+    /// The objects it would create or update, in order, checked (for a
+    /// module that applies: as applied, without `status` and the metadata
+    /// the server sets, and without the host's digest annotation).
     pub desired: Vec<Value>,
+    /// The write each of `desired` needs (the same order).
+    pub writes: Vec<ObjectWrite>,
     /// Owned objects the parent controls that `desired` left out: the
     /// operator would delete them.
     pub deleted: Vec<Value>,
@@ -61,6 +79,15 @@ pub struct Outcome {
     /// The parent is being deleted: the operator calls nothing and writes
     /// nothing (the garbage collector removes the children).
     pub deleting: bool,
+}
+
+/// The write one desired object needs, and for an apply to an object that
+/// exists, what it would change (`planning/applied.rs`): the decision the
+/// operator makes, on the given objects.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ObjectWrite {
+    pub write: Write,
+    pub changes: Vec<Change>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -138,21 +165,21 @@ pub fn reconcile(module: &LogicModule, kinds: &Kinds, given: &Given<'_>) -> Outc
     let name = str_at(given.parent, "/metadata/name");
     let owner = ParentId { kind: &kinds.parent, namespace, name, uid };
     let current = select_owned(&kinds.owned, &owner, given.owned, &mut outcome.ignored);
+    let applying = (module.write_model() == WriteModel::Apply).then(|| applying(module, kinds, &current, given));
+    let current: Vec<(usize, Value)> =
+        current.into_iter().map(|(index, object)| (index, module_view(object))).collect();
     let current_json: Vec<String> = current.iter().map(|(_, o)| o.to_string()).collect();
     let children: Vec<Child<'_>> = current
         .iter()
         .map(|(kind_index, o)| Child { kind_index: *kind_index, name: str_at(o, "/metadata/name") })
         .collect();
-    // What each answer is, compared as a replace compares it: given
-    // objects carry no managers' fields, so an apply could not be decided
-    // as the operator decides it (see the design record on server-side apply).
     let inputs = Inputs {
         parent,
         owned_kinds: &kinds.owned,
         owned: &current_json,
         children: &children,
         keep_answer: false,
-        writing: Writing::Replace,
+        writing: applying.as_ref().map_or(Writing::Replace, Writing::Apply),
     };
 
     let mut ignored = Vec::new();
@@ -189,7 +216,9 @@ pub fn reconcile(module: &LogicModule, kinds: &Kinds, given: &Given<'_>) -> Outc
         }
         Answer::Writes { objects, deletes } => {
             outcome.deleted = deletes.into_iter().map(|index| current[index].1.clone()).collect();
-            outcome.desired = objects.into_iter().map(|object| object.value).collect();
+            outcome.writes = objects.iter().map(|object| object_write(applying.as_ref(), &current, object)).collect();
+            // As the module answered it: the digest is the host's mark.
+            outcome.desired = objects.into_iter().map(|object| applied::without_digest(object.value)).collect();
             let after: Vec<String> = match status_owned {
                 Some(owned) => owned,
                 None => outcome.desired.iter().map(ToString::to_string).collect(),
@@ -207,6 +236,35 @@ pub fn reconcile(module: &LogicModule, kinds: &Kinds, given: &Given<'_>) -> Outc
         }
     }
     outcome
+}
+
+/// What deciding the applies of a module needs, from the given objects:
+/// each owned kind's schema, and the fields the module's manager applied
+/// to each child (its `managedFields`).
+fn applying(module: &LogicModule, kinds: &Kinds, current: &[(usize, &Value)], given: &Given<'_>) -> Applying {
+    let schemas = kinds
+        .owned
+        .iter()
+        .map(|kind| given.schemas.map_or_else(|| Arc::new(KindSchema::untyped()), |schemas| schemas.of(kind)))
+        .collect();
+    let manager = &module.manifest().field_manager;
+    let applied = current.iter().map(|(_, object)| FieldSet::applied_by(object, manager)).collect();
+    Applying { schemas, applied }
+}
+
+/// The write `object` needs, with what an apply would change.
+fn object_write(applying: Option<&Applying>, current: &[(usize, Value)], object: &PlannedObject) -> ObjectWrite {
+    let changes = match (applying, object.write, object.current) {
+        (Some(applying), Write::Apply, Some(index)) => match applying.schemas.get(object.kind_index) {
+            Some(schema) => {
+                let owned = applying.applied.get(index).and_then(Option::as_ref);
+                applied::changes(schema, &current[index].1, &object.value, owned)
+            }
+            None => Vec::new(),
+        },
+        _ => Vec::new(),
+    };
+    ObjectWrite { write: object.write, changes }
 }
 
 /// The status answer as the operator reads it: JSON, or a refused answer.
@@ -283,14 +341,15 @@ pub struct ParentId<'a> {
 }
 
 /// The given objects the parent controls, of owned kinds, in its namespace,
-/// in manifest order (then file order), as the operator's caches give them.
-pub fn select_owned(
+/// in manifest order (then file order), as the operator's caches hold them
+/// (a module reads them without managedFields: [`module_view`]).
+pub fn select_owned<'v>(
     owned: &[Kind],
     parent: &ParentId<'_>,
-    given: &[Value],
+    given: &'v [Value],
     ignored: &mut Vec<String>,
-) -> Vec<(usize, Value)> {
-    let mut selected: Vec<(usize, Value)> = Vec::new();
+) -> Vec<(usize, &'v Value)> {
+    let mut selected: Vec<(usize, &Value)> = Vec::new();
     for object in given {
         let Some((index, _)) = kind_of(owned, object) else {
             ignored.push(format!("owned {}: not an owned kind of the module", describe(object)));
@@ -305,7 +364,7 @@ pub fn select_owned(
             .and_then(|refs| refs.iter().find(|r| r["controller"] == Value::Bool(true)));
         let uid = parent.uid;
         match controller.map(|r| (r, r["uid"].as_str().unwrap_or_default())) {
-            Some((_, controller)) if controller == uid => selected.push((index, module_view(object))),
+            Some((_, controller)) if controller == uid => selected.push((index, object)),
             // The parent by name, with another uid: a parent written by
             // hand (its uid filled in) and children captured from a cluster.
             Some((reference, other)) if names_parent(reference, parent) => ignored.push(format!(
@@ -426,7 +485,6 @@ mod tests {
         let selected = select_owned(&owned, &parent, &given, &mut ignored);
         let names: Vec<(usize, &str)> = selected.iter().map(|(i, o)| (*i, str_at(o, "/metadata/name"))).collect();
         assert_eq!(names, [(0, "b"), (1, "a")]);
-        assert!(selected.iter().all(|(_, o)| o["metadata"].get("managedFields").is_none()), "as the caches keep them");
         assert_eq!(ignored.len(), 3, "{ignored:?}");
         assert!(ignored[0].contains("ConfigMap orphan: no controller owner reference"), "{ignored:?}");
         assert!(ignored[1].contains("Secret not-owned: not an owned kind"), "{ignored:?}");

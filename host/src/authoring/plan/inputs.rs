@@ -6,7 +6,8 @@
 //! by its controller owner reference's uid so each parent gets its own
 //! without a scan of the rest; then the objects of read kinds the parents'
 //! `references` answers name (either version's), one get each, once.
-//! Objects are kept as a module reads them (no managedFields).
+//! Objects are kept as a module reads them (no managedFields), but for the
+//! owned ones: the fields a module's manager applied decide its applies.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -18,9 +19,11 @@ use serde_json::Value;
 
 use super::super::parents;
 use super::super::render::{self, InputError};
+use crate::operator::watching::kind_schemas::{self, KindSchemaError};
+use crate::planning::kind_schema::Schemas;
 use crate::planning::kinds::{Kind, Kinds};
 use crate::planning::offline::{module_view, namespace_of};
-use crate::runtime::bindings::ObjectRef;
+use crate::runtime::bindings::{ObjectRef, WriteModel};
 use crate::runtime::logic_module::LogicModule;
 
 /// Objects listed per request.
@@ -34,6 +37,8 @@ pub enum InputsError {
     List { kind: String, api_version: String, scope: String, error: Box<kube::Error> },
     #[error("reading {kind} {namespace}/{name}, which a parent's `references` names: {error}")]
     Get { kind: String, namespace: String, name: String, error: Box<kube::Error> },
+    #[error("reading the owned kinds' schemas, which decide a version's applies: {0}")]
+    Schema(Box<KindSchemaError>),
     #[error(transparent)]
     File(#[from] InputError),
 }
@@ -57,6 +62,9 @@ pub struct Inputs {
     /// Per parent, which of `related` its references name; `None`: every
     /// one (files: the file's objects, as `render` gives them).
     related_of: Option<Vec<Vec<usize>>>,
+    /// The owned kinds' schemas, when a version applies (from the cluster;
+    /// none from files).
+    pub schemas: Schemas,
 }
 
 impl Inputs {
@@ -154,9 +162,12 @@ pub fn from_files(
     let related = related_file.map(render::read_objects).transpose()?.unwrap_or_default();
     Ok(Inputs {
         parents,
-        owned: index_by_controller(owned.iter().map(module_view)),
+        // With their managedFields, if the file has them: what the module's
+        // manager applied decides its applies.
+        owned: index_by_controller(owned),
         related: related.iter().map(module_view).collect(),
         related_of: None,
+        schemas: Schemas::default(),
     })
 }
 
@@ -172,9 +183,10 @@ pub async fn from_cluster(
     current: Version<'_>,
     new: Version<'_>,
 ) -> Result<Inputs, InputsError> {
-    let mut parents = list(client, &new.kinds.parent, namespace).await?;
+    let mut parents: Vec<Value> = list(client, &new.kinds.parent, namespace).await?.iter().map(module_view).collect();
     sort(&mut parents);
     tracing::info!(kind = new.kinds.parent.name(), count = parents.len(), "listed the parents");
+    let schemas = schemas(client, current, new).await?;
     let mut owned = HashMap::new();
     for kind in owned_kinds(current.kinds, new.kinds) {
         let objects = list(client, kind, namespace).await?;
@@ -239,7 +251,22 @@ pub async fn from_cluster(
     let related_of =
         related_of.into_iter().map(|mine| mine.into_iter().filter(|&i| found[i].is_some()).collect()).collect();
     let related = found.into_iter().map(|object| object.unwrap_or_default()).collect();
-    Ok(Inputs { parents, owned, related, related_of: Some(related_of) })
+    Ok(Inputs { parents, owned, related, related_of: Some(related_of), schemas })
+}
+
+/// Each owned kind's schema, when either version applies its answers: how
+/// the operator decides and merges an apply.
+async fn schemas(client: &Client, current: Version<'_>, new: Version<'_>) -> Result<Schemas, InputsError> {
+    let mut schemas = Schemas::default();
+    if [current, new].iter().all(|version| version.module.write_model() != WriteModel::Apply) {
+        return Ok(schemas);
+    }
+    let kinds: Vec<Kind> = owned_kinds(current.kinds, new.kinds).into_iter().cloned().collect();
+    let read = kind_schemas::fetch(client, &kinds).await.map_err(|error| InputsError::Schema(Box::new(error)))?;
+    for (kind, schema) in kinds.iter().zip(read) {
+        schemas.insert(kind, schema);
+    }
+    Ok(schemas)
 }
 
 /// A referenced object.
@@ -257,7 +284,7 @@ fn references(module: &LogicModule, parent: &str) -> Vec<ObjectRef> {
     module.reconciler().and_then(|mut instance| instance.references(parent)).unwrap_or_default()
 }
 
-/// Every object of `kind`, page by page, as a module reads it.
+/// Every object of `kind`, page by page, with its managedFields.
 async fn list(client: &Client, kind: &Kind, namespace: Option<&str>) -> Result<Vec<Value>, InputsError> {
     let api: Api<DynamicObject> = kind.watch_api(client, namespace);
     let mut params = ListParams::default().limit(PAGE);
@@ -269,7 +296,7 @@ async fn list(client: &Client, kind: &Kind, namespace: Option<&str>) -> Result<V
             scope: namespace.map_or_else(|| "all namespaces".to_owned(), |ns| format!("namespace {ns}")),
             error: Box::new(error),
         })?;
-        objects.extend(page.items.iter().map(|item| module_view(&kind.to_value(item))));
+        objects.extend(page.items.iter().map(|item| kind.to_value(item)));
         match page.metadata.continue_ {
             Some(token) if !token.is_empty() => params = params.continue_token(&token),
             _ => return Ok(objects),

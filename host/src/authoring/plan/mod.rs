@@ -230,7 +230,15 @@ pub fn plan(current: Version<'_>, new: Version<'_>, inputs: &Inputs, namespace: 
         }
         let owned = inputs.owned_for(parent);
         let related = inputs.related_for(index);
-        let given = Given { parent, owned, related: &related, now, problem: None, status_owned: None };
+        let given = Given {
+            parent,
+            owned,
+            related: &related,
+            now,
+            problem: None,
+            status_owned: None,
+            schemas: Some(&inputs.schemas),
+        };
         let before = offline::reconcile(current.module, current.kinds, &given);
         let after = offline::reconcile(new.module, new.kinds, &given);
         // The live objects the parent controls, of either version's kinds,

@@ -77,7 +77,7 @@ pub fn related_from_caches(
 /// related objects the parent references, and the children it controls now.
 pub struct Gathered {
     pub related: Vec<String>,
-    pub current_json: Vec<String>,
+    pub children: Children,
 }
 
 /// Gathers what a reconcile of `parent` would hand the module of `serving`
@@ -100,5 +100,5 @@ pub fn inputs(
         .iter()
         .filter_map(|reference| related_from_caches(serving, namespace, reference, &mut keys))
         .collect();
-    Ok(Gathered { related, current_json: Children::of(serving, namespace, uid).json })
+    Ok(Gathered { related, children: Children::of(serving, namespace, uid) })
 }

@@ -62,6 +62,7 @@ pub fn case_of(record: &Record, serving: &LogicModule, kinds: &Kinds) -> Case {
                 now: &record.now,
                 problem: record.problem.as_deref(),
                 status_owned: status_owned.as_deref(),
+                schemas: None,
             };
             let replayed = cases::actual(&Expect::default(), &offline::reconcile(serving, kinds, &given));
             let differs = differing_paths(&expect_value(&live), &expect_value(&replayed));

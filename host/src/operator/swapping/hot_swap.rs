@@ -166,6 +166,8 @@ pub async fn offer_loaded(
     if let Err(why) = candidate.wait_until_known(ctx.swap_policy.cache_sync_timeout).await {
         return refused(ctx, Refusal::new("WatchFailed", why));
     }
+    candidate.read_schemas().await;
+    active.read_schemas().await;
     let verifying = ctx.clone();
     let (checking, against) = (candidate.clone(), active.clone());
     let verified = tokio::task::spawn_blocking(move || {

@@ -11,7 +11,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::operator::watching::caches::{Availability, Cache, CacheEvents, Caches};
+use crate::planning::kind_schema::Schemas;
 use crate::planning::kinds::{Kind, KindError, Kinds};
+use crate::runtime::bindings::WriteModel;
 use crate::runtime::logic_module::LogicModule;
 
 pub struct Serving {
@@ -77,6 +79,31 @@ impl Serving {
             timeout.as_secs(),
             unknown.join("; ")
         ))
+    }
+
+    /// Reads the owned kinds' schemas of a version that applies its
+    /// answers (each cache reads its kind's once), so that a dry run or a
+    /// shadow decides its applies as its reconciles will. A schema that
+    /// cannot be read is logged: a dry run then merges that kind as one
+    /// without a published schema (lists whole), and its reconciles retry.
+    pub async fn read_schemas(&self) {
+        if self.module.write_model() != WriteModel::Apply {
+            return;
+        }
+        for cache in self.owned.iter().filter(|cache| cache.availability() == Availability::Served) {
+            if let Err(error) = cache.schema().await {
+                tracing::warn!(module = self.module.name(), kind = cache.kind.name(), %error, "reading a kind's schema");
+            }
+        }
+    }
+
+    /// Adds the owned kinds' schemas read so far to `schemas`.
+    pub fn add_schemas(&self, schemas: &mut Schemas) {
+        for cache in &self.owned {
+            if let Some(schema) = cache.known_schema() {
+                schemas.insert(&cache.kind, schema);
+            }
+        }
     }
 
     /// The kinds this version watches and `other` does not, as

@@ -91,6 +91,7 @@ pub async fn start(
     ctx.identity.check(module.manifest()).await.map_err(|error| error.to_string())?;
     let serving = Arc::new(ctx.serving_for(module).map_err(|error| error.to_string())?);
     serving.wait_until_known(ctx.swap_policy.cache_sync_timeout).await?;
+    serving.read_schemas().await;
     let digest = serving.module.digest().to_owned();
     let shadow = Arc::new(Shadow::new(serving, reference, until)?);
     tracing::info!(

@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use kube::Resource;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::operator::context::{Calls, Context};
 use crate::operator::reconciling::inputs::inputs;
@@ -19,6 +19,7 @@ use crate::operator::swapping::rollout::{PARENTS_NAMED, SwapPlan};
 use crate::operator::swapping::serving::Serving;
 use crate::operator::watching::cached_object::CachedObject;
 use crate::planning::compare::{self, ParentPlan, Side};
+use crate::planning::kind_schema::Schemas;
 use crate::planning::kinds::{KindError, Kinds};
 use crate::planning::offline::{self, Given};
 
@@ -77,19 +78,33 @@ pub(super) fn plan_parent(
     let mut owned = Vec::new();
     let mut related = Vec::new();
     let mut seen = BTreeSet::new();
+    let mut schemas = Schemas::default();
     for serving in [active, candidate] {
+        serving.add_schemas(&mut schemas);
         // A version whose `references` fails fails in the reconcile below
         // too; its inputs add nothing.
         let Ok(gathered) = inputs(ctx, Calls::Unrecorded, serving, parent, &parent_json) else { continue };
-        for text in &gathered.current_json {
-            add_once(text, &mut owned, &mut seen);
+        let children = &gathered.children;
+        for ((_, object), text) in children.objects.iter().zip(&children.json) {
+            if let Some(child) = with_applied(object, text, &ctx.field_manager) {
+                add_once(child, &mut owned, &mut seen);
+            }
         }
         for text in &gathered.related {
-            add_once(text, &mut related, &mut seen);
+            if let Ok(object) = serde_json::from_str(text) {
+                add_once(object, &mut related, &mut seen);
+            }
         }
     }
-    let given =
-        Given { parent: &parent_value, owned: &owned, related: &related, now, problem: None, status_owned: None };
+    let given = Given {
+        parent: &parent_value,
+        owned: &owned,
+        related: &related,
+        now,
+        problem: None,
+        status_owned: None,
+        schemas: Some(&schemas),
+    };
     let before = offline::reconcile(&active.module, active_kinds, &given);
     let after = offline::reconcile(&candidate.module, candidate_kinds, &given);
     compare::compare(
@@ -100,11 +115,24 @@ pub(super) fn plan_parent(
     )
 }
 
-/// Adds the object `text` to `list` unless an object of that apiVersion,
-/// kind, namespace and name is there already (both versions' caches of one
-/// kind are the same cache).
-fn add_once(text: &str, list: &mut Vec<Value>, seen: &mut BTreeSet<(String, String, String, String)>) {
-    let Ok(object) = serde_json::from_str::<Value>(text) else { return };
+/// A child (`text`, as a module reads it) as it is listed from the
+/// cluster, with the fields `manager` applied to it (a `managedFields`
+/// entry): `offline` decides a version's applies by them, as its
+/// reconciles do.
+fn with_applied(object: &CachedObject, text: &str, manager: &str) -> Option<Value> {
+    let mut child: Value = serde_json::from_str(text).ok()?;
+    let applied = object.applied_fields(manager).and_then(|fields| serde_json::from_str::<Value>(fields).ok());
+    if let (Some(fields), Some(metadata)) = (applied, child.get_mut("metadata").and_then(Value::as_object_mut)) {
+        let entry = json!({"manager": manager, "operation": "Apply", "fieldsType": "FieldsV1", "fieldsV1": fields});
+        metadata.insert("managedFields".into(), Value::Array(vec![entry]));
+    }
+    Some(child)
+}
+
+/// Adds `object` to `list` unless an object of that apiVersion, kind,
+/// namespace and name is there already (both versions' caches of one kind
+/// are the same cache).
+fn add_once(object: Value, list: &mut Vec<Value>, seen: &mut BTreeSet<(String, String, String, String)>) {
     let field = |pointer: &str| object.pointer(pointer).and_then(Value::as_str).unwrap_or_default().to_owned();
     let key = (field("/apiVersion"), field("/kind"), field("/metadata/namespace"), field("/metadata/name"));
     if seen.insert(key) {

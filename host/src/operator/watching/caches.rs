@@ -78,6 +78,11 @@ impl Drop for Cache {
 impl Cache {
     /// The kind's schema as the API server publishes it: read once, on
     /// first use (a failed read is tried again by the next caller).
+    /// The kind's schema, if [`Cache::schema`] has read it.
+    pub fn known_schema(&self) -> Option<Arc<KindSchema>> {
+        self.schema.get().cloned()
+    }
+
     pub async fn schema(&self) -> Result<Arc<KindSchema>, KindSchemaError> {
         let schema = self
             .schema
