@@ -26,7 +26,7 @@ use crate::operator::watching::caches::Availability;
 use crate::operator::writing::create_or_update::{Outcome, create_or_update, unchanged};
 use crate::operator::writing::delete_unwanted::delete_unwanted;
 use crate::operator::writing::server_side_apply::server_side_apply;
-use crate::operator::writing::status::{write_stalled, write_status};
+use crate::operator::writing::status::{add_fields_taken_over, write_stalled, write_status};
 use crate::planning::field_set::FieldSet;
 use crate::planning::kind_schema::KindSchema;
 use crate::planning::step::{
@@ -256,6 +256,7 @@ async fn apply(
     let mut owned_now = Vec::new();
     let mut failure = None;
     let mut not_served = BTreeSet::new();
+    let mut taken_over = Vec::new();
     for (kind_index, child, current, text) in objects {
         let cache = &serving.owned[kind_index];
         let kind = cache.kind.name();
@@ -295,6 +296,7 @@ async fn apply(
                     }
                     _ => {}
                 }
+                taken_over.extend(applied.taken_over);
                 owned_now.push(applied.json);
             }
             Err(error) => failure = Some(error),
@@ -343,9 +345,12 @@ async fn apply(
     let parent = Parent { json: view.json, namespace: view.namespace, uid: view.uid };
     let schema = calls.module().status_schema();
     let written = match step::status(calls, schema, parent, &owned_now, view.related, step::now(), problem.as_deref()) {
-        Ok(status) => {
+        Ok(mut status) => {
             if let Some(desired) = answered {
                 ctx.recorder.record(&recorded(view, Ok(desired), Some(&owned_now), problem.as_deref(), &status));
+            }
+            if !taken_over.is_empty() {
+                add_fields_taken_over(&mut status, view.object, &taken_over);
             }
             write_status(ctx, view, &status).await
         }

@@ -49,6 +49,9 @@ pub struct Applied {
     pub json: String,
     /// What was written, when something was.
     pub written: Option<ObjectReference>,
+    /// The fields an apply took over from other managers, and theirs
+    /// (`server_side_apply.rs`), when it did.
+    pub taken_over: Option<String>,
 }
 
 /// The module's answer for one object again, given the object as the API
@@ -156,7 +159,7 @@ pub fn written(ctx: &Context, kind: &Kind, name: &str, outcome: Outcome, object:
     );
     ctx.metrics.wrote(kind.name(), outcome.as_str());
     let written = Some(object.object_ref(&kind.resource));
-    Applied { outcome, json: object.module_json(kind), written }
+    Applied { outcome, json: object.module_json(kind), written, taken_over: None }
 }
 
 /// An object the module wants as it is: no request. Counted and logged as
@@ -171,7 +174,7 @@ pub fn unchanged(ctx: &Context, kind: &Kind, name: &str, json: String) -> Applie
         kind.name()
     );
     ctx.metrics.wrote(kind.name(), Outcome::Unchanged.as_str());
-    Applied { outcome: Outcome::Unchanged, json, written: None }
+    Applied { outcome: Outcome::Unchanged, json, written: None, taken_over: None }
 }
 
 /// `desired` as kube's `Api::create` and `Api::replace` send a

@@ -7,8 +7,9 @@
 //! A field another manager set that the answer sets too is taken over: the
 //! apply is sent without force first, and a conflict (409, each field and
 //! its manager in the causes) is reported (a Warning event `FieldsTakenOver`
-//! on the parent, `wasm_operator_apply_conflicts_total`) before the apply is
-//! sent again with force. The module's answer is what the object should
+//! on the parent, `wasm_operator_apply_conflicts_total`, and the condition
+//! `FieldsTakenOver` in the status the reconcile writes) before the apply
+//! is sent again with force. The module's answer is what the object should
 //! hold, as with `replace`, where an update overwrites whatever another
 //! writer changed; taking over also corrects a field edited by hand. Only a
 //! conflict costs the second request.
@@ -45,6 +46,7 @@ pub async fn server_side_apply(
         source: Box::new(source),
     };
     let mut params = PatchParams::apply(&ctx.field_manager);
+    let mut took_over = None;
     let object = loop {
         let api = kind.api(&ctx.identity.client, parent.namespace);
         let mut request = Request::new(api.resource_url())
@@ -68,7 +70,8 @@ pub async fn server_side_apply(
                 );
                 ctx.metrics.apply_conflicted(kind.name());
                 let note = format!("{} {name}: took over {taken}", kind.name());
-                ctx.events.warning(regarding, "FieldsTakenOver", note).await;
+                ctx.events.warning(regarding, "FieldsTakenOver", note.clone()).await;
+                took_over = Some(note);
                 params = params.force();
             }
             Err(source) => {
@@ -78,7 +81,7 @@ pub async fn server_side_apply(
         }
     };
     let outcome = if exists { Outcome::Updated } else { Outcome::Created };
-    Ok(written(ctx, kind, &name, outcome, &object))
+    Ok(Applied { taken_over: took_over, ..written(ctx, kind, &name, outcome, &object) })
 }
 
 /// The fields of a conflict and who set them, as the API server names

@@ -143,7 +143,8 @@ pub async fn write_stalled(
     };
     let now = now();
     let current = parent.status().get("conditions").and_then(Value::as_array).cloned().unwrap_or_default();
-    let Some(conditions) = with_stalled(current, reason, message, parent.meta().generation, &now) else {
+    let stalled = Condition { kind: STALLED, reason, message };
+    let Some(conditions) = with_condition(current, &stalled, parent.meta().generation, &now, &[]) else {
         return Ok(false);
     };
     let patch = json!({ "status": { "conditions": conditions } });
@@ -159,19 +160,52 @@ pub async fn write_stalled(
     Ok(true)
 }
 
-/// `conditions` with `Stalled=True` for `reason`; none when it is already
-/// there with that reason and message.
-fn with_stalled(
+/// The condition the host adds to the status a module answers when the
+/// reconcile's applies took fields over from another field manager (a
+/// module that writes by server-side apply): `True`, reason
+/// `ApplyConflict`, the message naming each object, field and manager. A
+/// later reconcile that takes nothing over writes the module's status
+/// without it.
+pub const FIELDS_TAKEN_OVER: &str = "FieldsTakenOver";
+
+/// Adds `FieldsTakenOver=True` to `status` (the module's answer) for the
+/// fields `taken` names, true since the parent's own condition was, if it
+/// is there already.
+pub fn add_fields_taken_over(status: &mut StatusAnswer, parent: &CachedObject, taken: &[String]) {
+    let Value::Object(members) = &mut status.value else { return };
+    let answered = members.get("conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+    let earlier = parent.status().get("conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+    let message = taken.join("; ");
+    let condition = Condition { kind: FIELDS_TAKEN_OVER, reason: "ApplyConflict", message: &message };
+    if let Some(conditions) = with_condition(answered, &condition, parent.meta().generation, &status.now, &earlier) {
+        members.insert("conditions".into(), Value::Array(conditions));
+        // The text is what the status memo knows a written status by.
+        status.text = status.value.to_string();
+    }
+}
+
+/// A condition the host sets, `True`.
+struct Condition<'a> {
+    kind: &'a str,
+    reason: &'a str,
+    message: &'a str,
+}
+
+/// `conditions` with `condition`; none when it is already there with that
+/// reason and message. True since it was in `conditions` or `earlier` (the
+/// parent's conditions, when `conditions` is a new answer), or since `now`.
+fn with_condition(
     mut conditions: Vec<Value>,
-    reason: &str,
-    message: &str,
+    condition: &Condition<'_>,
     generation: Option<i64>,
     now: &str,
+    earlier: &[Value],
 ) -> Option<Vec<Value>> {
+    let Condition { kind, reason, .. } = *condition;
     // The API server refuses condition messages over 32 KiB; a trap's
     // backtrace can be long.
-    let message: String = message.chars().take(1024).collect();
-    let existing = conditions.iter().position(|c| c["type"] == STALLED);
+    let message: String = condition.message.chars().take(1024).collect();
+    let existing = conditions.iter().position(|c| c["type"] == kind);
     if let Some(index) = existing {
         let condition = &conditions[index];
         if condition["status"] == "True" && condition["reason"] == reason && condition["message"] == message.as_str() {
@@ -180,11 +214,13 @@ fn with_stalled(
     }
     let since = existing
         .map(|index| &conditions[index])
-        .filter(|c| c["status"] == "True")
+        .into_iter()
+        .chain(earlier.iter().filter(|c| c["type"] == kind))
+        .find(|c| c["status"] == "True")
         .and_then(|c| c.get("lastTransitionTime").cloned())
         .unwrap_or_else(|| json!(now));
     let mut condition =
-        json!({"type": STALLED, "status": "True", "reason": reason, "message": message, "lastTransitionTime": since});
+        json!({"type": kind, "status": "True", "reason": reason, "message": message, "lastTransitionTime": since});
     if let Some(generation) = generation {
         condition["observedGeneration"] = json!(generation);
     }
@@ -245,6 +281,16 @@ mod tests {
         assert_eq!(baseline(writes.awaiting_echo(&parent)), Baseline::Cached, "the cache holds our write");
     }
 
+    fn with_stalled(
+        conditions: Vec<Value>,
+        reason: &str,
+        message: &str,
+        generation: Option<i64>,
+        now: &str,
+    ) -> Option<Vec<Value>> {
+        with_condition(conditions, &Condition { kind: STALLED, reason, message }, generation, now, &[])
+    }
+
     #[test]
     fn stalled_is_added_kept_and_updated_once() {
         let ready =
@@ -268,5 +314,26 @@ mod tests {
         let long = "x".repeat(5000);
         let cut = with_stalled(Vec::new(), "ModuleTrapped", &long, None, "2026-11-23T10:00:00Z").expect("added");
         assert_eq!(cut[0]["message"].as_str().map(str::len), Some(1024));
+    }
+
+    #[test]
+    fn a_condition_added_to_a_new_answer_is_true_since_the_parents_was() {
+        let taken = Condition {
+            kind: FIELDS_TAKEN_OVER,
+            reason: "ApplyConflict",
+            message: "StatefulSet orders: took over .spec.replicas (kubectl-edit)",
+        };
+        let answered = vec![json!({"type": "Ready", "status": "True", "reason": "Up"})];
+        let fresh = with_condition(answered.clone(), &taken, Some(2), "2026-12-01T10:00:00Z", &[]).expect("added");
+        assert_eq!(fresh[1]["lastTransitionTime"], "2026-12-01T10:00:00Z");
+        assert_eq!(fresh[1]["type"], "FieldsTakenOver");
+        let earlier =
+            [json!({"type": "FieldsTakenOver", "status": "True", "lastTransitionTime": "2026-12-01T09:00:00Z"})];
+        let again = with_condition(answered.clone(), &taken, Some(2), "2026-12-01T10:00:00Z", &earlier).expect("added");
+        assert_eq!(again[1]["lastTransitionTime"], "2026-12-01T09:00:00Z", "a fight that goes on");
+        let ended =
+            [json!({"type": "FieldsTakenOver", "status": "False", "lastTransitionTime": "2026-12-01T09:00:00Z"})];
+        let anew = with_condition(answered, &taken, Some(2), "2026-12-01T10:00:00Z", &ended).expect("added");
+        assert_eq!(anew[1]["lastTransitionTime"], "2026-12-01T10:00:00Z");
     }
 }
