@@ -49,10 +49,12 @@ STATIC_SITE_MODULES := $(STATIC_SITE_RUST) $(STATIC_SITE_TS) $(STATIC_SITE_PY)
 # a Queue CR owning a StatefulSet, a Service, a ConfigMap and a PodDisruptionBudget.
 QUEUE_MODULE := target/queue.wasm
 QUEUE_MODULE_SOURCES := $(shell find tests/modules/queue/src -type f) tests/modules/queue/Cargo.toml $(SDK_RUST_SOURCES)
+# Its next version (the cargo feature v2), which plans and swaps compare it with.
+QUEUE_V2_MODULE := target/queue-v2.wasm
 # The same Queue module on the TypeScript and the Python SDK (writes: apply).
 QUEUE_TS_MODULE := target/queue-ts.wasm
 QUEUE_PY_MODULE := target/queue-py.wasm
-QUEUE_MODULES := $(QUEUE_MODULE) $(QUEUE_TS_MODULE) $(QUEUE_PY_MODULE)
+QUEUE_MODULES := $(QUEUE_MODULE) $(QUEUE_V2_MODULE) $(QUEUE_TS_MODULE) $(QUEUE_PY_MODULE)
 TEST_MODULES := $(TEST_MODULE) $(TEST_MODULE_VARIANTS) $(QUEUE_MODULES) $(PY_MODULE) $(TS_MODULE) $(STATIC_SITE_MODULES)
 
 .PHONY: all build wasm test manifests bench bench-e2e bench-100k code-order guest-code-order bench-swap bench-plan bench-compile run render-samples envtest clean
@@ -112,6 +114,9 @@ target/greeting-%.wasm: $(TEST_MODULE_SOURCES) scripts/build-wasm.sh
 
 $(QUEUE_MODULE): $(QUEUE_MODULE_SOURCES) scripts/build-wasm.sh
 	bash scripts/build-wasm.sh tests/modules/queue queue-logic $@
+
+$(QUEUE_V2_MODULE): $(QUEUE_MODULE_SOURCES) scripts/build-wasm.sh
+	bash scripts/build-wasm.sh tests/modules/queue queue-logic $@ v2
 
 $(QUEUE_TS_MODULE): $(wildcard tests/modules/queue-ts/src/*.ts) $(addprefix tests/modules/queue-ts/,crd.yaml package.json package-lock.json) \
 		$(TS_SDK_SOURCES) wit/controller/controller.wit scripts/build-typescript-module.sh

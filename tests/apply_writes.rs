@@ -27,7 +27,7 @@ use control_plane::{AuditEvent, ControlPlane};
 use kube::Api;
 use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
 use operator_support::{
-    Running, TestNamespace, edit, eventually, grant_operator_everything, gvk, module_file, options,
+    Running, TestNamespace, described, edit, eventually, grant_operator_everything, gvk, module_file, options,
 };
 use serde_json::{Value, json};
 use wasm_operator::runtime::bindings::WriteModel;
@@ -155,18 +155,6 @@ async fn reconciles_more(operator: &Running, more: u64) {
         (operator.reconciles("success") >= now + more).then_some(())
     })
     .await;
-}
-
-fn described(writes: &[AuditEvent]) -> Vec<String> {
-    let mut described: Vec<String> = writes
-        .iter()
-        .map(|w| {
-            let sub = w.subresource.as_deref().map(|s| format!("/{s}")).unwrap_or_default();
-            format!("{} {}{sub} {}", w.verb, w.resource.as_deref().unwrap_or(""), w.name.as_deref().unwrap_or(""))
-        })
-        .collect();
-    described.sort();
-    described
 }
 
 /// The StatefulSet's status as its controller would write it, changing

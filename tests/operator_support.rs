@@ -523,3 +523,30 @@ impl Operator {
         (field("metrics_address"), field("metrics_scheme"), field("health_address"))
     }
 }
+
+/// The host binary `make build` builds (`target/release/wasm-operator`).
+pub fn host_binary() -> std::path::PathBuf {
+    let path = control_plane::repo_root().join("target/release/wasm-operator");
+    assert!(path.is_file(), "{} is missing: run `make build`", path.display());
+    path
+}
+
+/// A test module `make test` builds into target/, by its file name.
+pub fn module_path(file: &str) -> String {
+    let path = control_plane::repo_root().join("target").join(file);
+    assert!(path.is_file(), "{} is missing: `make test` builds it", path.display());
+    path.to_string_lossy().into_owned()
+}
+
+/// Audit events as `verb resource[/subresource] name`, sorted.
+pub fn described(writes: &[control_plane::AuditEvent]) -> Vec<String> {
+    let mut described: Vec<String> = writes
+        .iter()
+        .map(|w| {
+            let sub = w.subresource.as_deref().map(|s| format!("/{s}")).unwrap_or_default();
+            format!("{} {}{sub} {}", w.verb, w.resource.as_deref().unwrap_or(""), w.name.as_deref().unwrap_or(""))
+        })
+        .collect();
+    described.sort();
+    described
+}

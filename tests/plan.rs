@@ -51,21 +51,9 @@ fn greetings(ns: &TestNamespace<'_>) -> Api<DynamicObject> {
     ns.api(&gvk("example.c5c3.io", "v1", "Greeting", "greetings"))
 }
 
-fn binary() -> PathBuf {
-    let path = control_plane::repo_root().join("target/release/wasm-operator");
-    assert!(path.is_file(), "{} is missing: run `make build`", path.display());
-    path
-}
-
-fn module_path(file: &str) -> String {
-    let path = control_plane::repo_root().join("target").join(file);
-    assert!(path.is_file(), "{} is missing: `make test` builds it", path.display());
-    path.to_string_lossy().into_owned()
-}
-
 /// `wasm-operator plan ARGS` with `kubeconfig`.
 fn plan(kubeconfig: &Path, args: &[&str]) -> Output {
-    Command::new(binary())
+    Command::new(host_binary())
         .arg("plan")
         .args(args)
         .env("KUBECONFIG", kubeconfig)
@@ -495,7 +483,7 @@ async fn without_against_the_error_names_the_logic_module_and_what_it_lacks() {
 
 /// `wasm-operator push FILE REPOSITORY:TAG`: the reference pinned by digest.
 fn push(registry: &OciRegistry, file: &str, tag: &str) -> String {
-    let out = Command::new(binary())
+    let out = Command::new(host_binary())
         .arg("push")
         .arg(module_path(file))
         .arg(format!("{}/modules/greeting:{tag}", registry.address))

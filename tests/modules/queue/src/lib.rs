@@ -4,9 +4,10 @@
 //! writes a module on the Rust SDK: each object with only the fields it
 //! sets (no `targetPort`, no `volumeMode`, no `replicas` unless the spec
 //! has one), written by server-side apply (`WriteModel::Apply`). The API
-//! server fills in the rest; `tests/server_side_apply_writes.rs` holds the
+//! server fills in the rest; `tests/apply_writes.rs` holds the
 //! host to writing nothing in steady state, and to removing what a new
-//! spec no longer sets.
+//! spec no longer sets. The feature `v2` builds its next version (see
+//! Cargo.toml), which `plan` and a swap compare it with.
 
 use std::collections::BTreeMap;
 
@@ -20,6 +21,7 @@ use wasm_operator_sdk::k8s_openapi::api::core::v1::{
 };
 use wasm_operator_sdk::k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
 use wasm_operator_sdk::k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use wasm_operator_sdk::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use wasm_operator_sdk::prelude::*;
 
 #[derive(CustomResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
@@ -71,6 +73,10 @@ fn default_storage() -> String {
 pub struct QueueStatus {
     pub observed_generation: i64,
     pub ready_replicas: i32,
+    /// None of the module's: declared so that the API server keeps the
+    /// host's (`FieldsTakenOver`, `Stalled`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
 }
 
 const PORT: i32 = 5672;
@@ -79,7 +85,9 @@ pub struct Queues;
 
 fn metadata(name: &str, queue: &Queue) -> ObjectMeta {
     let mut labels = queue.spec.labels.clone();
-    labels.insert("app.kubernetes.io/name".into(), "queue".into());
+    if !cfg!(feature = "v2") {
+        labels.insert("app.kubernetes.io/name".into(), "queue".into());
+    }
     labels.insert("app.kubernetes.io/instance".into(), queue.name_any());
     ObjectMeta { name: Some(name.to_owned()), labels: Some(labels), ..ObjectMeta::default() }
 }
@@ -96,12 +104,15 @@ fn stateful_set(queue: &Queue) -> StatefulSet {
         container_port: port,
         ..Default::default()
     }));
-    let env: Vec<EnvVar> = queue
+    let mut env: Vec<EnvVar> = queue
         .spec
         .env
         .iter()
         .map(|(name, value)| EnvVar { name: name.clone(), value: Some(value.clone()), ..Default::default() })
         .collect();
+    if cfg!(feature = "v2") {
+        env.push(EnvVar { name: "QUEUE_MODE".into(), value: Some("durable".into()), ..Default::default() });
+    }
     let container = Container {
         name: "queue".into(),
         image: Some(queue.spec.image.clone()),
@@ -209,7 +220,11 @@ impl Reconciler for Queues {
             .and_then(|set| set.status)
             .and_then(|status| status.ready_replicas)
             .unwrap_or(0);
-        Ok(QueueStatus { observed_generation: queue.metadata.generation.unwrap_or(0), ready_replicas: ready })
+        Ok(QueueStatus {
+            observed_generation: queue.metadata.generation.unwrap_or(0),
+            ready_replicas: ready,
+            conditions: Vec::new(),
+        })
     }
 }
 
