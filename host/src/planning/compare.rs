@@ -30,7 +30,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::fields::{self, FieldChange};
-use crate::planning::applied::{Change, without_digest};
+use crate::planning::applied::Change;
 use crate::planning::kinds::Kinds;
 use crate::planning::object_diff::same_ignoring_nulls;
 use crate::planning::offline::{ObjectWrite, Outcome, OutcomeError, module_view};
@@ -176,7 +176,7 @@ fn end_state<'o>(side: &Side<'o>, live: &BTreeMap<Key, &Value>) -> EndState<'o> 
         if live.get(&key).is_some_and(|object| same_ignoring_nulls(object, desired)) {
             continue;
         }
-        state.objects.insert(key, without_digest(desired.clone()));
+        state.objects.insert(key, desired.clone());
     }
     state
 }

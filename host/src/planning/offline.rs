@@ -218,7 +218,11 @@ pub fn reconcile(module: &LogicModule, kinds: &Kinds, given: &Given<'_>) -> Outc
             outcome.deleted = deletes.into_iter().map(|index| current[index].1.clone()).collect();
             outcome.writes = objects.iter().map(|object| object_write(applying.as_ref(), &current, object)).collect();
             // As the module answered it: the digest is the host's mark.
-            outcome.desired = objects.into_iter().map(|object| applied::without_digest(object.value)).collect();
+            let answered = |object: PlannedObject| match applying {
+                Some(_) => applied::without_digest(object.value),
+                None => object.value,
+            };
+            outcome.desired = objects.into_iter().map(answered).collect();
             let after: Vec<String> = match status_owned {
                 Some(owned) => owned,
                 None => outcome.desired.iter().map(ToString::to_string).collect(),
