@@ -162,14 +162,17 @@ test-python-sdk: $(PY_SDK_DEPS)
 	cd sdk/python && PYTHONDONTWRITEBYTECODE=1 ../../$(PY_SDK_VENV)/bin/python -m pytest -q
 	$(MAKE) --no-print-directory lint-python
 
-## lint-python: ruff (lint and format) and mypy --strict on the Python SDK, the Echo and the StaticSite modules;
-## ruff on scripts/code-order.py and scripts/rust-tests.py
+## lint-python: ruff (lint and format) and mypy --strict on the Python SDK, the Echo, Queue and StaticSite modules;
+## ruff on scripts/code-order.py, scripts/rust-tests.py and scripts/plots.py
 lint-python: $(PY_SDK_DEPS)
 	cd sdk/python && ../../$(PY_SDK_VENV)/bin/ruff check --no-cache . && ../../$(PY_SDK_VENV)/bin/ruff format --no-cache --check .
 	cd sdk/python && ../../$(PY_SDK_VENV)/bin/mypy --cache-dir ../../target/mypy-cache -p wasm_operator_sdk
 	$(PY_SDK_VENV)/bin/ruff check --no-cache --config sdk/python/pyproject.toml tests/modules/echo-py
 	$(PY_SDK_VENV)/bin/ruff format --no-cache --check --config sdk/python/pyproject.toml tests/modules/echo-py
 	cd tests/modules/echo-py && MYPYPATH=../../../sdk/python/src ../../../$(PY_SDK_VENV)/bin/mypy --strict --cache-dir ../../../target/mypy-cache app.py
+	$(PY_SDK_VENV)/bin/ruff check --no-cache --config sdk/python/pyproject.toml tests/modules/queue-py
+	$(PY_SDK_VENV)/bin/ruff format --no-cache --check --config sdk/python/pyproject.toml tests/modules/queue-py
+	cd tests/modules/queue-py && MYPYPATH=../../../sdk/python/src ../../../$(PY_SDK_VENV)/bin/mypy --strict --cache-dir ../../../target/mypy-cache app.py
 	$(PY_SDK_VENV)/bin/ruff check --no-cache --config sdk/python/pyproject.toml $(STATIC_SITE)/python
 	$(PY_SDK_VENV)/bin/ruff format --no-cache --check --config sdk/python/pyproject.toml $(STATIC_SITE)/python
 	cd $(STATIC_SITE)/python && MYPYPATH=../../../sdk/python/src ../../../$(PY_SDK_VENV)/bin/mypy --strict --cache-dir ../../../target/mypy-cache app.py
