@@ -10,6 +10,7 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
+use crate::planning::fields::is_word;
 use crate::planning::kind_schema::{KindSchema, ListType, Shape, ShapeRef};
 
 /// One step of a path.
@@ -233,10 +234,8 @@ impl fmt::Display for Element {
         match self {
             // As `plan` writes any other path (`planning/fields.rs`): a key
             // that is not one word is quoted, `labels["app.kubernetes.io/name"]`.
-            Element::Field(name) => {
-                let plain = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-                if plain { write!(f, ".{name}") } else { write!(f, "[{}]", Value::from(name.as_str())) }
-            }
+            Element::Field(name) if is_word(name) => write!(f, ".{name}"),
+            Element::Field(name) => write!(f, "[{}]", Value::from(name.as_str())),
             Element::Key(keys) => {
                 let keys: Map<String, Value> = serde_json::from_str(keys).unwrap_or_default();
                 let named: Vec<String> = keys

@@ -99,12 +99,17 @@ fn within(path: &mut String, segment: &str, f: impl FnOnce(&mut String)) {
 /// `.key` (no dot at the start), or `["key"]` for a key that is not a plain
 /// word (label keys with dots and slashes).
 fn key_segment(path: &str, key: &str) -> String {
-    let plain = !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-    match (plain, path.is_empty()) {
+    match (is_word(key), path.is_empty()) {
         (true, true) => key.to_owned(),
         (true, false) => format!(".{key}"),
         (false, _) => format!("[{}]", Value::from(key)),
     }
+}
+
+/// Whether a path may name `key` after a dot: one word, not a label key
+/// with dots and slashes (written `["app.kubernetes.io/name"]`).
+pub fn is_word(key: &str) -> bool {
+    !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
 /// Items by `name` when every item of both lists is a map with a distinct

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::planning::kinds::Kind;
+use crate::planning::kinds::{Kind, KindKey};
 
 /// Where a shape sits in its schema's table.
 pub type ShapeId = usize;
@@ -156,23 +156,16 @@ impl KindSchema {
 /// Kinds' schemas, by group, version and kind: what deciding applies
 /// offline needs (`planning/offline.rs`), read from the API server.
 #[derive(Clone, Debug, Default)]
-pub struct Schemas(BTreeMap<(String, String, String), Arc<KindSchema>>);
+pub struct Schemas(BTreeMap<KindKey, Arc<KindSchema>>);
 
 impl Schemas {
     pub fn insert(&mut self, kind: &Kind, schema: Arc<KindSchema>) {
-        let resource = &kind.resource;
-        self.0.insert((resource.group.clone(), resource.version.clone(), resource.kind.clone()), schema);
+        self.0.insert(kind.key(), schema);
     }
 
     /// `kind`'s schema; one that knows nothing of it when none was read.
     pub fn of(&self, kind: &Kind) -> Arc<KindSchema> {
-        let resource = &kind.resource;
-        let key = (resource.group.clone(), resource.version.clone(), resource.kind.clone());
-        self.0.get(&key).cloned().unwrap_or_else(|| Arc::new(KindSchema::untyped()))
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.0.get(&kind.key()).cloned().unwrap_or_else(|| Arc::new(KindSchema::untyped()))
     }
 }
 
