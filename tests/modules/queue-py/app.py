@@ -312,7 +312,7 @@ class Queue(Module):
                     "metadata": metadata(f"{name}-purge", parent),
                     "spec": {
                         "schedule": spec["purgeSchedule"],
-                        "concurrencyPolicy": "Forbid",
+                        "concurrencyPolicy": "Replace",
                         "jobTemplate": {"spec": {"template": task(parent, "purge", "OnFailure")}},
                     },
                 }

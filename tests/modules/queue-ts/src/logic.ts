@@ -311,7 +311,7 @@ export const queue: ModuleDefinition<Queue> = {
         metadata: metadata(`${name}-purge`, queue),
         spec: {
           schedule: spec.purgeSchedule,
-          concurrencyPolicy: "Forbid",
+          concurrencyPolicy: "Replace",
           jobTemplate: { spec: { template: task(queue, "purge", "OnFailure") } },
         },
       });
