@@ -1,13 +1,16 @@
 //! What a version that writes by server-side apply will do, shown before it
 //! does it, against a real API server: the Queue module (tests/modules/queue)
-//! converges, and `wasm-operator plan` of its next version (the cargo
-//! feature `v2`: no `app.kubernetes.io/name` label on its children, a
-//! `QUEUE_MODE` env var) names, object by object and field by field, the
-//! applies that version then sends (the audit log), removals included, and
-//! nothing the server filled in or another manager set. Planned the other
-//! way, the label comes back and the env var goes.
+//! converges with its fifteen children, and `wasm-operator plan` of its next
+//! version (the cargo feature `v2`: no `app.kubernetes.io/name` label on its
+//! children, no `PREFETCH` env var, `metrics` port or `prefetch` settings key
+//! for the consumers, no Ingress, a `QUEUE_MODE` env var on the brokers)
+//! names, object by object and field by field, the applies and the deletion
+//! that version then sends (the audit log), removals included, and nothing
+//! the server filled in or another manager set. Planned the other way, each
+//! comes back and `QUEUE_MODE` goes.
 
 mod operator_support;
+mod queue_support;
 
 use std::process::Command;
 use std::time::Duration;
@@ -22,6 +25,8 @@ use serde_json::{Value, json};
 
 const NAME_LABEL: &str = r#"metadata.labels["app.kubernetes.io/name"]"#;
 const QUEUE_MODE: &str = "spec.template.spec.containers[name=queue].env[name=QUEUE_MODE]";
+const PREFETCH: &str = "spec.template.spec.containers[name=consumer].env[name=PREFETCH]";
+const METRICS_PORT: &str = "spec.template.spec.containers[name=consumer].ports[containerPort=9102,protocol=TCP]";
 
 /// `plan --module NEW --against CURRENT -n NAMESPACE -o json`: its exit
 /// code, and each object it lists as `action Kind name`, with its field
@@ -76,19 +81,22 @@ fn added(path: &str, new: &str) -> String {
     format!("{path}: (none) -> {new}")
 }
 
-/// Until every child of the Queue `orders` satisfies `check`.
-async fn children_where(ns: &TestNamespace<'_>, what: &str, check: impl Fn(&str, &Value) -> bool) {
-    let children = [
-        gvk("apps", "v1", "StatefulSet", "statefulsets"),
-        gvk("", "v1", "Service", "services"),
-        gvk("", "v1", "ConfigMap", "configmaps"),
-        gvk("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets"),
-    ];
+/// The Queue's children but those of `kinds`.
+fn children_but(kinds: &[&str]) -> Vec<queue_support::Child> {
+    queue_support::children().into_iter().filter(|c| !kinds.contains(&c.resource.kind.as_str())).collect()
+}
+
+/// Until each of `children` satisfies `check`.
+async fn children_where(
+    ns: &TestNamespace<'_>,
+    children: &[queue_support::Child],
+    what: &str,
+    check: impl Fn(&str, &Value) -> bool,
+) {
     eventually(what, || async {
-        for resource in &children {
-            let name = if resource.kind == "ConfigMap" { "orders-settings" } else { "orders" };
-            let object = serde_json::to_value(ns.get(resource, name).await?).ok()?;
-            if !check(&resource.kind, &object) {
+        for child in children {
+            let object = serde_json::to_value(ns.get(&child.resource, child.name).await?).ok()?;
+            if !check(&child.resource.kind, &object) {
                 return None;
             }
         }
@@ -101,12 +109,13 @@ async fn run_until_converged(
     plane: &'static ControlPlane,
     ns: &TestNamespace<'_>,
     file: &str,
+    children: &[queue_support::Child],
     converged: impl Fn(&str, &Value) -> bool,
 ) -> Running {
     let mut options = options(&ns.namespace);
     options.resync_period = Duration::from_secs(1);
     let operator = Running::start(plane, module_file(file), options).await;
-    children_where(ns, &format!("{file}'s children"), converged).await;
+    children_where(ns, children, &format!("{file}'s children"), converged).await;
     // Its status, and a few resyncs after it.
     let now = operator.reconciles("success");
     eventually("three more reconciles", || async { (operator.reconciles("success") >= now + 3).then_some(()) }).await;
@@ -133,14 +142,14 @@ async fn a_plan_of_an_applying_version_names_the_applies_it_then_sends() {
     let ns = TestNamespace::on(plane, "apply-plan").await;
     let queue: DynamicObject = serde_json::from_value(json!({
         "apiVersion": "example.c5c3.io/v1", "kind": "Queue", "metadata": {"name": "orders"},
-        "spec": {"image": "queue:1", "labels": {"team": "a"}, "settings": {"a": "1"}, "env": {"A": "1"},
-                 "disruptionBudget": true}
+        "spec": queue_support::full_spec()
     }))
     .expect("a Queue");
     let queues = ns.api(&gvk("example.c5c3.io", "v1", "Queue", "queues"));
     queues.create(&PostParams::default(), &queue).await.expect("creating the Queue");
 
-    let operator = run_until_converged(plane, &ns, "queue.wasm", |_, object| labelled(object)).await;
+    let operator =
+        run_until_converged(plane, &ns, "queue.wasm", &children_but(&["Ingress"]), |_, object| labelled(object)).await;
     operator.stop().await.expect("a clean stop");
 
     // The same version: nothing to do.
@@ -148,53 +157,105 @@ async fn a_plan_of_an_applying_version_names_the_applies_it_then_sends() {
     assert_eq!((code, objects), (Some(0), vec![]));
 
     let (code, objects) = plan(plane, "queue-v2.wasm", "queue.wasm", &ns.namespace);
-    let label_removed = removed(NAME_LABEL, "\"queue\"");
-    let env_added = added(QUEUE_MODE, r#"{"name":"QUEUE_MODE","value":"durable"}"#);
-    assert_eq!(
-        objects,
-        [
-            ("update ConfigMap orders-settings".to_owned(), vec![label_removed.clone()]),
-            ("update PodDisruptionBudget orders".to_owned(), vec![label_removed.clone()]),
-            ("update Service orders".to_owned(), vec![label_removed.clone()]),
-            ("update StatefulSet orders".to_owned(), vec![label_removed, env_added]),
-        ],
-        "v2 against v1"
-    );
+    assert_eq!(objects, planned(Direction::Forward), "v2 against v1");
     assert_eq!(code, Some(2), "changes");
 
-    // What v2 then writes: exactly those applies, and nothing once done.
+    // What v2 then writes: exactly those applies and the deletion, and
+    // nothing once done.
     let mark = plane.audit_mark().expect("the audit log");
-    let operator =
-        run_until_converged(plane, &ns, "queue-v2.wasm", |kind, o| !labelled(o) && has_queue_mode(kind, o)).await;
+    let operator = run_until_converged(plane, &ns, "queue-v2.wasm", &children_but(&["Ingress"]), |kind, o| {
+        !labelled(o) && has_queue_mode(kind, o)
+    })
+    .await;
+    eventually("the Ingress to be gone", || async {
+        ns.get(&queue_support::child("Ingress").resource, "orders").await.is_none().then_some(())
+    })
+    .await;
     let writes: Vec<_> =
         ns.operator_writes(mark).await.into_iter().filter(|w| w.resource.as_deref() != Some("events")).collect();
-    assert_eq!(
-        described(&writes),
-        [
-            "patch configmaps orders-settings",
-            "patch poddisruptionbudgets orders",
-            "patch services orders",
-            "patch statefulsets orders",
-        ],
-        "the planned applies, one each"
-    );
+    let mut sent: Vec<String> = queue_support::children()
+        .iter()
+        .map(|c| {
+            let verb = if c.resource.kind == "Ingress" { "delete" } else { "patch" };
+            format!("{verb} {} {}", c.resource.plural, c.name)
+        })
+        .collect();
+    sent.sort();
+    assert_eq!(described(&writes), sent, "the planned writes, one each");
     operator.stop().await.expect("a clean stop");
 
-    // Back: the label returns, the env var goes.
+    // Back: the label, the env var, the port, the key and the Ingress
+    // return; QUEUE_MODE goes.
     let (code, objects) = plan(plane, "queue.wasm", "queue-v2.wasm", &ns.namespace);
-    let label_added = added(NAME_LABEL, "\"queue\"");
-    let env_removed = removed(QUEUE_MODE, r#"{"name":"QUEUE_MODE","value":"durable"}"#);
-    assert_eq!(
-        objects,
-        [
-            ("update ConfigMap orders-settings".to_owned(), vec![label_added.clone()]),
-            ("update PodDisruptionBudget orders".to_owned(), vec![label_added.clone()]),
-            ("update Service orders".to_owned(), vec![label_added.clone()]),
-            ("update StatefulSet orders".to_owned(), vec![label_added, env_removed]),
-        ],
-        "v1 against v2"
-    );
+    assert_eq!(objects, planned(Direction::Back), "v1 against v2");
     assert_eq!(code, Some(2));
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Direction {
+    /// v1 to v2.
+    Forward,
+    /// v2 to v1.
+    Back,
+}
+
+/// What `plan` lists between v1 and v2, as [`plan`] gives it: v2 drops the
+/// `app.kubernetes.io/name` label everywhere, the consumers' `PREFETCH`
+/// env var and `metrics` port, the settings' `prefetch` key and the
+/// Ingress, and adds `QUEUE_MODE` to the brokers.
+fn planned(direction: Direction) -> Vec<(String, Vec<String>)> {
+    let change = |path: &str, v1: &str| match direction {
+        Direction::Forward => removed(path, v1),
+        Direction::Back => added(path, v1),
+    };
+    let queue_mode = r#"{"name":"QUEUE_MODE","value":"durable"}"#;
+    let mut objects: Vec<(String, Vec<String>)> = queue_support::children()
+        .iter()
+        .map(|child| {
+            let kind = child.resource.kind.as_str();
+            if kind == "Ingress" {
+                return match direction {
+                    Direction::Forward => ("delete Ingress orders".to_owned(), vec![]),
+                    Direction::Back => {
+                        let rules = r#"[{"host":"orders.example.com","http":{"paths":[{"backend":{"service":{"name":"orders","port":{"name":"queue"}}},"path":"/","pathType":"Prefix"}]}}]"#;
+                        let mut fields = vec![
+                            added("metadata.labels.team", "\"a\""),
+                            added("metadata.labels.tier", "\"gold\""),
+                            added(r#"metadata.labels["app.kubernetes.io/instance"]"#, "\"orders\""),
+                            added(NAME_LABEL, "\"queue\""),
+                            added("spec.rules", rules),
+                        ];
+                        fields.sort();
+                        ("create Ingress orders".to_owned(), fields)
+                    }
+                };
+            }
+            let mut fields = vec![change(NAME_LABEL, "\"queue\"")];
+            match kind {
+                "StatefulSet" => fields.push(match direction {
+                    Direction::Forward => added(QUEUE_MODE, queue_mode),
+                    Direction::Back => removed(QUEUE_MODE, queue_mode),
+                }),
+                "Deployment" => {
+                    fields.push(change(PREFETCH, r#"{"name":"PREFETCH","valueFrom":{"configMapKeyRef":{"key":"prefetch","name":"orders-settings"}}}"#));
+                    // Removed, the port is shown as it is in the object, with
+                    // the server's default protocol; added, as v1 answers it.
+                    fields.push(match direction {
+                        Direction::Forward => {
+                            removed(METRICS_PORT, r#"{"containerPort":9102,"name":"metrics","protocol":"TCP"}"#)
+                        }
+                        Direction::Back => added(METRICS_PORT, r#"{"containerPort":9102,"name":"metrics"}"#),
+                    });
+                }
+                "ConfigMap" => fields.push(change("data.prefetch", "\"10\"")),
+                _ => {}
+            }
+            fields.sort();
+            (format!("update {kind} {}", child.name), fields)
+        })
+        .collect();
+    objects.sort();
+    objects
 }
 
 /// The Queue's statuses as the API server stores them, from a watch, until
@@ -237,7 +298,10 @@ async fn a_field_taken_over_from_another_manager_shows_in_a_condition_until_a_re
     .expect("a Queue");
     let queues = ns.api(&gvk("example.c5c3.io", "v1", "Queue", "queues"));
     queues.create(&PostParams::default(), &queue).await.expect("creating the Queue");
-    let operator = run_until_converged(plane, &ns, "queue.wasm", |_, object| labelled(object)).await;
+    // The spec asks for the budget and no other optional object: the
+    // first four children.
+    let children: Vec<_> = queue_support::children().into_iter().take(4).collect();
+    let operator = run_until_converged(plane, &ns, "queue.wasm", &children, |_, object| labelled(object)).await;
     let status = serde_json::to_value(queues.get("orders").await.expect("the Queue")).expect("JSON");
     assert!(taken_over(&status["status"]).is_none(), "nothing taken over yet: {status}");
 

@@ -1,15 +1,23 @@
 //! A module that writes by server-side apply (`writes`: `apply`; the Queue
 //! module written as a newcomer writes one, each object with only the
 //! fields it sets, on each SDK: tests/modules/queue in Rust, queue-ts in
-//! TypeScript, queue-py in Python), against a real API server and its audit
-//! log, each scenario once per SDK:
-//! - it converges, and then resyncs and its children's status churn write
-//!   nothing at all, though the server filled in defaults everywhere (a
-//!   claim template's `volumeMode`, a Service port's `targetPort` and
-//!   `protocol`, the StatefulSet's policies);
-//! - a spec that drops a label, an env var, a port, a ConfigMap key and a
-//!   whole object has each removed, with one write per changed object, and
-//!   is steady again after;
+//! TypeScript, queue-py in Python), against a real API server, the
+//! controllers of a real cluster (Pods started by kwok) and the audit log,
+//! each scenario once per SDK:
+//! - a Queue owning fifteen kinds (a StatefulSet with a claim template, a
+//!   Service with two ports, a ConfigMap, a PodDisruptionBudget, a
+//!   Deployment with probes and resources and its HorizontalPodAutoscaler,
+//!   a Job, a CronJob, an Ingress, a NetworkPolicy, a ServiceAccount, a Role
+//!   and RoleBinding, a PersistentVolumeClaim and a Secret) converges; then
+//!   resyncs every second and the children's status churn (the CronJob's
+//!   runs, the autoscaler's, the StatefulSet's) write nothing at all for
+//!   `APPLY_STEADY_SECONDS` (70 s; `make test-apply-steady`: 5 minutes),
+//!   though the server filled in defaults everywhere (a claim template's
+//!   `volumeMode`, a Service port's `targetPort`, a CPU limit re-spelled)
+//!   and the autoscaler owns the consumers' `replicas`;
+//! - a spec that drops a label, an env var, a port, a ConfigMap key and
+//!   two whole objects has each removed, with one write per changed object,
+//!   and is steady again after;
 //! - `replicas` another manager sets (an autoscaler, when the module sets
 //!   none) is left alone with no write; a field the module sets that is
 //!   edited by hand is taken back, with a `FieldsTakenOver` event and the
@@ -22,13 +30,15 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 mod operator_support;
+mod queue_support;
 
-use control_plane::{AuditEvent, ControlPlane};
+use control_plane::{AuditEvent, ControlPlane, Options};
 use kube::Api;
 use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
 use operator_support::{
     Running, TestNamespace, described, edit, eventually, grant_operator_everything, gvk, module_file, options,
 };
+use queue_support::full_spec;
 use serde_json::{Value, json};
 use wasm_operator::runtime::bindings::WriteModel;
 use wasm_operator::runtime::logic_module::LogicModule;
@@ -99,8 +109,10 @@ fn config_maps() -> kube::api::ApiResource {
     gvk("", "v1", "ConfigMap", "configmaps")
 }
 
-fn budgets() -> kube::api::ApiResource {
-    gvk("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets")
+/// The cluster of this file's tests: Pods start (kwok), and every
+/// controller a cluster runs writes the status of its kind.
+fn plane() -> &'static ControlPlane {
+    ControlPlane::shared_with(Options::pods())
 }
 
 async fn start(
@@ -169,19 +181,31 @@ fn labels(object: &Value) -> BTreeMap<String, String> {
     serde_json::from_value(object["metadata"]["labels"].clone()).unwrap_or_default()
 }
 
-/// A spec that sets every optional field.
-fn full_spec() -> Value {
-    json!({"image": "queue:1", "metricsPort": 9090, "labels": {"team": "a", "tier": "gold"},
-           "settings": {"a": "1", "b": "2"}, "env": {"A": "1", "B": "2"}, "disruptionBudget": true})
+/// How long steady state is watched: `APPLY_STEADY_SECONDS`, 70 s by
+/// default (a minute's CronJob run falls inside it); `make
+/// test-apply-steady` watches for 5 minutes.
+fn steady_window() -> Duration {
+    let seconds = std::env::var("APPLY_STEADY_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(70);
+    Duration::from_secs(seconds)
+}
+
+/// When the CronJob last started a Job (its controller's status).
+async fn last_scheduled(ns: &TestNamespace<'_>) -> Value {
+    let cron_job = queue_support::child("CronJob");
+    let object = ns.get(&cron_job.resource, cron_job.name).await.expect("the CronJob");
+    object.data["status"]["lastScheduleTime"].clone()
 }
 
 async fn an_applying_module_writes_nothing_in_steady_state_and_removes_what_it_no_longer_sets(queue: Queue) {
-    let plane = ControlPlane::shared();
+    let plane = plane();
     let (ns, operator) = start(plane, queue, "apply", full_spec()).await;
 
-    // Converged, with what the server filled in.
-    let set = object_where(&ns, &stateful_sets(), "orders", |s| labels(s).contains_key("tier")).await;
-    let set = serde_json::to_value(&set).expect("JSON");
+    // Converged: all fifteen, with what the server and the cluster's
+    // controllers filled in.
+    for child in queue_support::children() {
+        object_where(&ns, &child.resource, child.name, |o| labels(o).contains_key("tier")).await;
+    }
+    let set = serde_json::to_value(ns.get(&stateful_sets(), "orders").await.expect("the StatefulSet")).expect("JSON");
     assert_eq!(set["spec"]["volumeClaimTemplates"][0]["spec"]["volumeMode"], "Filesystem", "a server default");
     assert_eq!(set["spec"]["podManagementPolicy"], "OrderedReady", "a server default");
     let service =
@@ -189,27 +213,57 @@ async fn an_applying_module_writes_nothing_in_steady_state_and_removes_what_it_n
     let service = serde_json::to_value(&service).expect("JSON");
     assert_eq!(service["spec"]["ports"][0]["targetPort"], 5672, "a server default");
     assert_eq!(service["spec"]["ports"][1]["protocol"], "TCP", "a server default");
-    object_where(&ns, &config_maps(), "orders-settings", |c| c["data"] == json!({"a": "1", "b": "2"})).await;
-    object_where(&ns, &budgets(), "orders", |_| true).await;
+    object_where(&ns, &config_maps(), "orders-settings", |c| {
+        c["data"] == json!({"a": "1", "b": "2", "prefetch": "10"})
+    })
+    .await;
     let annotation = &set["metadata"]["annotations"]["wasm-operator.c5c3.io/applied-digest"];
     assert!(annotation.as_str().is_some_and(|d| d.starts_with("sha256:")), "the applied answer's digest: {annotation}");
-    queue_status(&ns, 1).await;
+    // The autoscaler (kube-controller-manager's) holds the consumers at
+    // their minReplicas, a field the module does not set.
+    let consumers = queue_support::child("Deployment");
+    let deployment = object_where(&ns, &consumers.resource, consumers.name, |d| d["spec"]["replicas"] == 2).await;
+    let limits = &serde_json::to_value(&deployment).expect("JSON")["spec"]["template"]["spec"]["containers"][0]["resources"]
+        ["limits"];
+    assert_eq!(limits["cpu"], "500m", "the server re-spells the answer's 0.5");
+    eventually("the StatefulSet's Pod ready, as the Queue's status says", || async {
+        (queue_status(&ns, 1).await["readyReplicas"] == 1).then_some(())
+    })
+    .await;
 
-    // Steady state: resyncs and the children's status churn write nothing.
+    // Steady state: resyncs every second, the controllers' status churn
+    // (the CronJob's runs, the autoscaler's) and the StatefulSet's status
+    // changed besides write nothing at all.
     reconciles_more(&operator, 2).await;
     let mark = plane.audit_mark().expect("the audit log");
+    let before = (operator.reconciles("success"), last_scheduled(&ns).await);
     let sets = ns.api(&stateful_sets());
-    churn_status(&sets, "r1").await;
-    reconciles_more(&operator, 3).await;
-    churn_status(&sets, "r2").await;
-    reconciles_more(&operator, 3).await;
+    let window = steady_window();
+    let started = std::time::Instant::now();
+    for round in 0.. {
+        if started.elapsed() >= window {
+            break;
+        }
+        churn_status(&sets, &format!("r{round}")).await;
+        tokio::time::sleep(Duration::from_secs(10).min(window)).await;
+    }
     let writes = ns.operator_writes(mark).await;
     assert!(writes.is_empty(), "steady state wrote: {:?}", described(&writes));
+    let reconciled = operator.reconciles("success") - before.0;
+    assert!(reconciled >= window.as_secs() / 2, "{reconciled} reconciles in {window:?} of resyncs every second");
+    assert_ne!(last_scheduled(&ns).await, before.1, "the CronJob ran in the window: its status changed");
 
     // A spec that no longer sets a label, an env var, a port, a key and
-    // the budget: each removed, one write per changed object.
+    // two whole objects (the budget, the Ingress): each removed, one write
+    // per changed object.
     let mark = plane.audit_mark().expect("the audit log");
-    let spec = json!({"image": "queue:1", "labels": {"team": "a"}, "settings": {"a": "1"}, "env": {"A": "1"}});
+    let mut spec = full_spec();
+    spec["labels"] = json!({"team": "a"});
+    spec["settings"] = json!({"a": "1"});
+    spec["env"] = json!({"A": "1"});
+    for field in ["metricsPort", "disruptionBudget", "host"] {
+        spec.as_object_mut().expect("a spec").remove(field);
+    }
     edit(&ns.api(&queues()), "orders", |queue| queue.data["spec"] = spec.clone()).await;
     let set = object_where(&ns, &stateful_sets(), "orders", |s| {
         !labels(s).contains_key("tier")
@@ -228,28 +282,44 @@ async fn an_applying_module_writes_nothing_in_steady_state_and_removes_what_it_n
     let service =
         object_where(&ns, &services(), "orders", |s| s["spec"]["ports"].as_array().is_some_and(|p| p.len() == 1)).await;
     assert!(!labels(&serde_json::to_value(&service).expect("JSON")).contains_key("tier"));
-    object_where(&ns, &config_maps(), "orders-settings", |c| c["data"] == json!({"a": "1"})).await;
-    eventually("the budget to be gone", || async { ns.get(&budgets(), "orders").await.is_none().then_some(()) }).await;
+    object_where(&ns, &config_maps(), "orders-settings", |c| c["data"] == json!({"a": "1", "prefetch": "10"})).await;
+    let gone = ["PodDisruptionBudget", "Ingress"];
+    for child in queue_support::children() {
+        if gone.contains(&child.resource.kind.as_str()) {
+            eventually(&format!("the {} to be gone", child.resource.kind), || async {
+                ns.get(&child.resource, child.name).await.is_none().then_some(())
+            })
+            .await;
+        } else {
+            object_where(&ns, &child.resource, child.name, |o| !labels(o).contains_key("tier")).await;
+        }
+    }
     queue_status(&ns, 2).await;
     reconciles_more(&operator, 3).await;
-    let writes: Vec<AuditEvent> =
-        ns.operator_writes(mark).await.into_iter().filter(|w| w.resource.as_deref() != Some("events")).collect();
-    assert_eq!(
-        described(&writes),
-        [
-            "delete poddisruptionbudgets orders",
-            "patch configmaps orders-settings",
-            "patch queues/status orders",
-            "patch services orders",
-            "patch statefulsets orders",
-        ],
-        "one write per changed object, and none after"
-    );
+    let writes: Vec<AuditEvent> = ns
+        .operator_writes(mark)
+        .await
+        .into_iter()
+        // Events, and the status: the StatefulSet's new Pod template rolls
+        // its Pod, so the ready replicas the status shows may change.
+        .filter(|w| w.resource.as_deref() != Some("events") && w.subresource.as_deref() != Some("status"))
+        .collect();
+    let mut expected: Vec<String> = queue_support::children()
+        .iter()
+        .map(|child| {
+            let verb = if gone.contains(&child.resource.kind.as_str()) { "delete" } else { "patch" };
+            format!("{verb} {} {}", child.resource.plural, child.name)
+        })
+        .collect();
+    expected.sort();
+    assert_eq!(described(&writes), expected, "one write per changed object, and none after");
+    let deployment = ns.get(&consumers.resource, consumers.name).await.expect("the consumers");
+    assert_eq!(deployment.data["spec"]["replicas"], 2, "the autoscaler's replicas stay");
     operator.stop().await.expect("a clean stop");
 }
 
 async fn another_managers_fields_are_left_alone_and_a_field_edited_by_hand_is_taken_back(queue: Queue) {
-    let plane = ControlPlane::shared();
+    let plane = plane();
     let (ns, operator) =
         start(plane, queue, "apply-others", json!({"image": "queue:1", "labels": {"team": "a"}})).await;
     let sets = ns.api(&stateful_sets());
@@ -262,7 +332,9 @@ async fn another_managers_fields_are_left_alone_and_a_field_edited_by_hand_is_ta
     let scale = PatchParams { field_manager: Some("autoscaler".into()), ..PatchParams::default() };
     sets.patch("orders", &scale, &Patch::Merge(json!({"spec": {"replicas": 3}}))).await.expect("scaling");
     reconciles_more(&operator, 3).await;
-    let writes = ns.operator_writes(mark).await;
+    // The Queue's own status may follow the ready replicas the scale added.
+    let writes: Vec<AuditEvent> =
+        ns.operator_writes(mark).await.into_iter().filter(|w| w.resource.as_deref() != Some("queues")).collect();
     assert!(writes.is_empty(), "the autoscaler's replicas made the operator write: {:?}", described(&writes));
     let set = serde_json::to_value(sets.get("orders").await.expect("the StatefulSet")).expect("JSON");
     assert_eq!(set["spec"]["replicas"], 3, "the autoscaler's replicas stay");
@@ -288,7 +360,11 @@ async fn another_managers_fields_are_left_alone_and_a_field_edited_by_hand_is_ta
     let set = serde_json::to_value(sets.get("orders").await.expect("the StatefulSet")).expect("JSON");
     assert_eq!(set["spec"]["replicas"], 3, "taking the label back leaves the autoscaler's replicas");
 
-    // And steady again.
+    // And steady again, once the status shows the three ready Pods.
+    eventually("three ready replicas in the Queue's status", || async {
+        (queue_status(&ns, 1).await["readyReplicas"] == 3).then_some(())
+    })
+    .await;
     reconciles_more(&operator, 2).await;
     let mark = plane.audit_mark().expect("the audit log");
     reconciles_more(&operator, 3).await;
@@ -314,10 +390,14 @@ fn the_three_sdks_ship_the_same_crd_and_answer_the_same_objects() {
         full_spec(),
         json!({"image": "queue:1"}),
         json!({"image": "queue:2", "replicas": 3, "storage": "5Gi", "env": {"B": "2", "A": "1"}}),
+        json!({"image": "queue:2", "consumers": {"image": "c:1", "minReplicas": 1, "maxReplicas": 9},
+               "peerDiscovery": true, "username": "é"}),
         json!({"image": "", "storage": ""}),
+        json!({"image": "queue:1", "consumers": {"image": "", "minReplicas": 3, "maxReplicas": 2}}),
     ];
     let rust = RUST.module();
-    assert!(answer(&rust, &specs[3]).is_err(), "an empty image and storage are invalid");
+    assert!(answer(&rust, &specs[4]).is_err(), "an empty image and storage are invalid");
+    assert!(answer(&rust, &specs[5]).is_err(), "an empty consumer image and fewer max than min replicas");
     for other in [TYPESCRIPT.module(), PYTHON.module()] {
         assert_eq!(crd(&other), crd(&rust), "{}'s CRD", other.name());
         for spec in &specs {
