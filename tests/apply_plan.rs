@@ -338,3 +338,29 @@ async fn a_field_taken_over_from_another_manager_shows_in_a_condition_until_a_re
     assert_eq!(settings["metadata"]["labels"]["team"], "a");
     operator.stop().await.expect("a clean stop");
 }
+
+/// Versions that write as different field managers (the Queue module on
+/// two SDKs: `queue-operator`, `queue-ts-operator`) are not one module's
+/// versions: a swap between them is refused, and so is their plan.
+#[test]
+fn a_plan_between_two_field_managers_is_refused() {
+    let dir = std::env::temp_dir().join(format!("apply-plan-managers-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temp dir");
+    let file = dir.join("queue.yaml");
+    let queue = json!({"apiVersion": "example.c5c3.io/v1", "kind": "Queue",
+                       "metadata": {"name": "orders", "namespace": "ns"}, "spec": {"image": "queue:1"}});
+    std::fs::write(&file, queue.to_string()).expect("writing the Queue");
+    let out = Command::new(host_binary())
+        .args(["plan", "--module", &module_path("queue-ts.wasm"), "--against", &module_path("queue.wasm")])
+        .arg("-f")
+        .arg(&file)
+        .output()
+        .expect("running plan");
+    std::fs::remove_dir_all(&dir).ok();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "refused: {stderr}");
+    assert!(
+        stderr.contains(r#"different field managers: NEW "queue-ts-operator", CURRENT "queue-operator""#),
+        "{stderr}"
+    );
+}

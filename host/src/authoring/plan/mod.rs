@@ -102,6 +102,10 @@ pub enum PlanError {
         "the versions reconcile different parent kinds: NEW {new}, CURRENT {current}; another parent kind is another module"
     )]
     ParentKindChanged { new: String, current: String },
+    #[error(
+        "the versions write as different field managers: NEW {new:?}, CURRENT {current:?}; a module keeps its field manager (a swap to NEW is refused)"
+    )]
+    FieldManagerChanged { new: String, current: String },
     #[error("finding the cluster (KUBECONFIG or ~/.kube/config; -f plans from files without one): {0}")]
     Connect(Box<kube::Error>),
     #[error("starting the async runtime: {0}")]
@@ -185,7 +189,7 @@ async fn make_plan(
     if let Some(file) = &args.file {
         let against = against.ok_or(PlanError::FileWithoutAgainst)?;
         let current = loader.load("--against", against).await?;
-        let current_kinds = kinds_of(&current, &new_kinds)?;
+        let current_kinds = kinds_of(&current, &new_version)?;
         let inputs = inputs::from_files(&new_kinds.parent, file, args.owned.as_deref(), args.related.as_deref())?;
         let current_version = Version { module: &current, kinds: &current_kinds };
         return Ok(plan(current_version, new_version, &inputs, args.namespace.as_deref(), now));
@@ -200,17 +204,22 @@ async fn make_plan(
             loader.load("LogicModule status.activeReference", &VersionSource::Reference(reference)).await?
         }
     };
-    let current_kinds = kinds_of(&current, &new_kinds)?;
+    let current_kinds = kinds_of(&current, &new_version)?;
     let current_version = Version { module: &current, kinds: &current_kinds };
     let inputs = inputs::from_cluster(&client, args.namespace.as_deref(), current_version, new_version).await?;
     Ok(plan(current_version, new_version, &inputs, args.namespace.as_deref(), now))
 }
 
-/// The current version's kinds, which must have the new one's parent kind.
-fn kinds_of(current: &LogicModule, new: &Kinds) -> Result<Kinds, PlanError> {
+/// The current version's kinds, which must have the new one's parent kind;
+/// the two must write as one field manager, as a swap requires.
+fn kinds_of(current: &LogicModule, new: &Version<'_>) -> Result<Kinds, PlanError> {
     let kinds =
         Kinds::from_manifest(current.manifest()).map_err(|error| PlanError::Kinds { which: "CURRENT", error })?;
-    let (a, b) = (&new.parent.resource, &kinds.parent.resource);
+    let (new_manager, current_manager) = (&new.module.manifest().field_manager, &current.manifest().field_manager);
+    if new_manager != current_manager {
+        return Err(PlanError::FieldManagerChanged { new: new_manager.clone(), current: current_manager.clone() });
+    }
+    let (a, b) = (&new.kinds.parent.resource, &kinds.parent.resource);
     if a.group != b.group || a.kind != b.kind {
         return Err(PlanError::ParentKindChanged {
             new: format!("{} ({})", a.kind, a.api_version),

@@ -55,7 +55,8 @@ pub enum Offered {
 /// What the checks that need no cluster state found for a version: it
 /// loaded and honours the contract (else it would be a load refusal), and
 /// whether its kinds can replace those of the version serving when it was
-/// checked (the same parent kind; owned and read kinds the host can watch).
+/// checked (the same parent kind and field manager; owned and read kinds
+/// the host can watch).
 /// A standby runs them right after compiling ahead; the leader reuses the
 /// result while that version still serves.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -69,6 +70,10 @@ impl Prechecked {
     pub fn new(active: &LogicModule, candidate: &LogicModule) -> Self {
         let kinds = same_parent(active.manifest(), candidate.manifest())
             .map_err(|message| Refusal::new("ParentKindChanged", message))
+            .and_then(|()| {
+                same_field_manager(active.manifest(), candidate.manifest())
+                    .map_err(|message| Refusal::new("FieldManagerChanged", message))
+            })
             .and_then(|()| {
                 Kinds::from_manifest(candidate.manifest())
                     .map(drop)
@@ -443,6 +448,20 @@ fn same_parent(active: &Manifest, candidate: &Manifest) -> Result<(), String> {
     Ok(())
 }
 
+/// The new version must write under the same field manager: the fields
+/// the serving version applied stay that manager's, so under another one
+/// they would never be removed, and each would conflict with the new.
+fn same_field_manager(active: &Manifest, candidate: &Manifest) -> Result<(), String> {
+    if active.field_manager != candidate.field_manager {
+        return Err(format!(
+            "it writes as field manager {:?}, not {:?}: a module keeps its field manager (what the serving version \
+             applied stays owned by it)",
+            candidate.field_manager, active.field_manager
+        ));
+    }
+    Ok(())
+}
+
 /// The swap's plan over every cached parent, which is its dry run: a
 /// parent the active version reconciles must not fail with the candidate
 /// (beyond the allowed count).
@@ -527,5 +546,14 @@ mod tests {
         let mut cluster_scoped = kind("x.io", "Widget");
         cluster_scoped.namespaced = false;
         assert!(same_parent(&active, &manifest(cluster_scoped, active.owned.clone())).is_err());
+    }
+
+    #[test]
+    fn a_new_version_keeps_its_field_manager() {
+        let active = manifest(kind("x.io", "Widget"), vec![kind("", "ConfigMap")]);
+        assert_eq!(same_field_manager(&active, &active.clone()), Ok(()));
+        let renamed = Manifest { field_manager: "other".into(), ..active.clone() };
+        let error = same_field_manager(&active, &renamed).expect_err("another field manager");
+        assert!(error.starts_with(r#"it writes as field manager "other", not "m""#), "{error}");
     }
 }

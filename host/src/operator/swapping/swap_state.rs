@@ -189,7 +189,8 @@ impl Probation {
 pub struct Refusal {
     /// `LoadFailed` (not a component, does not compile, breaks the
     /// contract), `CompileFailed` (the compiler ran out of memory or time,
-    /// or was killed), `ParentKindChanged`, `UnsupportedKind`, `WatchFailed`
+    /// or was killed), `ParentKindChanged`, `FieldManagerChanged`,
+    /// `UnsupportedKind`, `WatchFailed`
     /// (a kind it adds cannot be listed), `Forbidden` (the module's identity
     /// may not do what its manifest claims), `DryRunFailed` or
     /// `VerificationStopped`.
