@@ -2,11 +2,13 @@
 ConfigMap named after it whose data holds `spec.message`.
 
 Written with the wasm-operator Python SDK (vendor/wasm-operator-sdk, see its
-README): `desired` says which objects the parent should own, `status` what
-its status says; the SDK does the contract's JSON, owner references and
-merging onto what the API server has. `make` builds this file into
-target/{{name}}.wasm with componentize-py (the `Reconciler` below is what it
-instantiates).
+README): `desired` says which objects the parent should own, with only the
+fields the module sets, `status` what its status says; the SDK does the
+contract's JSON and the owner references. The module writes by server-side
+apply (`writes = "apply"`): the host applies each answer under the module's
+field manager, so a field the module stops setting is removed and fields
+others set stay. `make` builds this file into target/{{name}}.wasm with
+componentize-py (the `Reconciler` below is what it instantiates).
 """
 
 from wasm_operator_sdk import (
@@ -20,7 +22,6 @@ from wasm_operator_sdk import (
     observed_generation,
     read_text,
     reconciler,
-    replacing,
     set_condition,
 )
 
@@ -39,8 +40,8 @@ def message_of(parent: JsonObject) -> str:
 
 
 def config_map(parent: JsonObject, message: str) -> JsonObject:
-    """The ConfigMap the parent owns: only the fields the module cares about.
-    The SDK adds the namespace and the owner reference."""
+    """The ConfigMap the parent owns: only the fields the module sets. The SDK
+    adds the namespace and the owner reference."""
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -61,10 +62,12 @@ class App(Module):
         crd=read_text(__file__, "crd.yaml"),
         owned=[CONFIG_MAP],
     )
+    # Each answer is written by server-side apply: a data key the module no
+    # longer answers is removed, what others set on the ConfigMap stays.
+    writes = "apply"
 
     def desired(self, parent: JsonObject, ctx: Context) -> list[JsonObject]:
-        # The module owns the ConfigMap's data whole: keys it no longer writes go.
-        return [replacing(config_map(parent, message_of(parent)), "/data")]
+        return [config_map(parent, message_of(parent))]
 
     def status(self, parent: JsonObject, ctx: StatusContext) -> JsonObject:
         name = parent["metadata"]["name"]

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import pytest
-from wasm_operator_sdk import Invalid, run_desired, run_references, run_status
+from wasm_operator_sdk import Invalid, WriteModel, run_desired, run_references, run_status, write_model
 
 import app
 
@@ -63,16 +63,24 @@ def test_publishes_the_message_in_a_config_map() -> None:
     assert config_map["data"] == {"message": "hi"}
 
 
-def test_a_steady_state_answers_the_servers_object() -> None:
+def test_writes_by_server_side_apply() -> None:
+    assert write_model(MODULE) is WriteModel.APPLY
+
+
+def test_the_answer_is_the_modules_fields_whatever_the_server_has() -> None:
+    # What the server filled in (uid, resourceVersion) is not in the answer:
+    # nothing is merged, the host applies the answer and the server keeps the rest.
     current = server_config_map({"message": "hi"})
-    assert desired(parent("hi"), (current,)) == [current]
+    assert desired(parent("hi"), (current,)) == desired(parent("hi"))
 
 
-def test_an_edit_keeps_what_the_server_filled_in_and_drops_stale_keys() -> None:
+def test_an_edit_answers_the_new_message_alone() -> None:
+    # The key an earlier version applied is not in the answer: the server
+    # removes it, as the module no longer applies it.
     current = server_config_map({"message": "old", "left": "by an earlier version"})
     [config_map] = desired(parent("new"), (current,))
     assert config_map["data"] == {"message": "new"}
-    assert config_map["metadata"]["resourceVersion"] == "7"
+    assert "resourceVersion" not in config_map["metadata"]
 
 
 @pytest.mark.parametrize("message", ["", None, 42])

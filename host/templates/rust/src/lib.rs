@@ -2,9 +2,12 @@
 //! named after it holding `spec.message`; its status has a `Ready`
 //! condition. An empty message is invalid, reported at `spec.message`.
 //!
-//! The SDK does the rest: parsing, the namespace, the controller owner
-//! reference, merging onto the ConfigMap the server has (so an unchanged
-//! {{kind}} writes nothing), the CRD from the types below.
+//! `desired` answers only the fields the module sets; the SDK does the rest:
+//! parsing, the namespace, the controller owner reference, the CRD from the
+//! types below. The module writes by server-side apply
+//! (`WriteModel::Apply`): the host applies each answer under the module's
+//! field manager, so a field the module stops setting is removed, fields
+//! others set stay, and an unchanged {{kind}} writes nothing.
 
 use kube_derive::CustomResource;
 use schemars::JsonSchema;
@@ -42,21 +45,28 @@ impl Reconciler for {{kind}}Module {
     type Parent = {{kind}};
     type Status = {{kind}}Status;
 
+    // Each answer is written by server-side apply: a data key the module no
+    // longer answers is removed, what others set on the ConfigMap stays.
+    const WRITES: WriteModel = WriteModel::Apply;
+
     fn manifest() -> Manifest {
         Manifest::new::<{{kind}}>("{{name}}", env!("CARGO_PKG_VERSION")).owns::<ConfigMap>()
     }
 
     fn desired(parent: &{{kind}}, _ctx: &Context) -> Result<Vec<Object>, Error> {
         if parent.spec.message.is_empty() {
-            return Err(Error::invalid("spec.message", "must not be empty"));
+            return Err(Error::invalid("spec.message", "must be a non-empty string"));
         }
         let config_map = ConfigMap {
-            metadata: ObjectMeta { name: parent.metadata.name.clone(), ..ObjectMeta::default() },
+            metadata: ObjectMeta {
+                name: parent.metadata.name.clone(),
+                labels: Some([("app.kubernetes.io/managed-by".to_owned(), "{{name}}".to_owned())].into()),
+                ..ObjectMeta::default()
+            },
             data: Some([("message".to_owned(), parent.spec.message.clone())].into()),
             ..ConfigMap::default()
         };
-        // The module owns all of `data`: keys it no longer sets go.
-        Ok(vec![Object::new(&config_map).replacing("/data")])
+        Ok(vec![Object::new(&config_map)])
     }
 
     fn status(parent: &{{kind}}, ctx: &Context) -> Result<{{kind}}Status, Error> {
@@ -98,9 +108,29 @@ mod tests {
         assert_eq!(config_map["data"], json!({"message": "hi"}));
         assert_eq!(config_map["metadata"]["namespace"], "ns");
         assert_eq!(config_map["metadata"]["ownerReferences"][0]["uid"], "u-1");
-        // Built again on the server's answer: nothing changes.
-        let again = run::desired::<{{kind}}Module>(&parent("hi"), &objects, &[]).expect("objects");
-        assert_eq!(serde_json::from_str::<Value>(&again[0]).expect("JSON"), config_map);
+    }
+
+    #[test]
+    fn writes_by_server_side_apply() {
+        assert_eq!({{kind}}Module::WRITES, WriteModel::Apply);
+    }
+
+    #[test]
+    fn the_answer_is_the_modules_fields_alone_whatever_the_server_has() {
+        let answer = run::desired::<{{kind}}Module>(&parent("new"), &[], &[]).expect("objects");
+        // The ConfigMap as the server has it: what it filled in, another
+        // manager's label, and a key an earlier version applied.
+        let mut server: Value = serde_json::from_str(&answer[0]).expect("JSON");
+        server["metadata"]["uid"] = json!("cm-uid");
+        server["metadata"]["resourceVersion"] = json!("41");
+        server["metadata"]["labels"]["team"] = json!("blue");
+        server["data"] = json!({"message": "old", "left": "by an earlier version"});
+        // Nothing is merged: the answer is the same, and `left` is not in
+        // it (the server removes it, as the module no longer applies it).
+        let again = run::desired::<{{kind}}Module>(&parent("new"), &[server.to_string()], &[]).expect("objects");
+        assert_eq!(again, answer);
+        let config_map: Value = serde_json::from_str(&again[0]).expect("JSON");
+        assert_eq!(config_map["data"], json!({"message": "new"}));
     }
 
     #[test]

@@ -1,9 +1,11 @@
 /**
- * The {{kind}} module's logic on plain objects (the SDK does the JSON, the
- * owner references and the merge onto the server's objects): each {{kind}}
- * owns one ConfigMap, named after it, whose data holds `spec.message`, and
- * reports a Ready condition in its status. src/app.ts exports it as the
- * component's `reconciler`; test/logic.test.ts runs it under Node.
+ * The {{kind}} module's logic on plain objects (the SDK does the JSON and the
+ * owner references): each {{kind}} owns one ConfigMap, named after it, whose
+ * data holds `spec.message`, and reports a Ready condition in its status.
+ * It writes by server-side apply (`writes: "apply"`): the host applies each
+ * answer under the module's field manager, so a field the module stops
+ * setting is removed and fields others set stay. src/app.ts exports it as
+ * the component's `reconciler`; test/logic.test.ts runs it under Node.
  */
 
 import {
@@ -11,7 +13,6 @@ import {
   findCondition,
   log,
   observedGeneration,
-  replacing,
   setCondition,
   type Condition,
   type KubeObject,
@@ -45,24 +46,23 @@ export const definition: ModuleDefinition<{{kind}}> = {
     owned: [{ group: "", version: "v1", kind: "ConfigMap", plural: "configmaps" }],
   },
 
+  // Each answer is written by server-side apply: a data key the module no
+  // longer answers is removed, what others set on the ConfigMap stays.
+  writes: "apply",
+
   // Only the fields this module sets: the SDK adds the namespace and the
-  // owner reference, and merges the answer onto the current ConfigMap, so
-  // an unchanged {{kind}} writes nothing. `data` is the module's whole
-  // (replacing): a key it stops answering is removed, not kept by the merge.
+  // owner reference; an unchanged {{kind}} writes nothing.
   desired(parent) {
     const { message } = validate(parent);
     const name = parent.metadata!.name!;
     log.debug("publishing", JSON.stringify(message), "in ConfigMap", name);
     return [
-      replacing(
-        {
-          apiVersion: "v1",
-          kind: "ConfigMap",
-          metadata: { name, labels: { "app.kubernetes.io/managed-by": NAME } },
-          data: { message },
-        },
-        "/data",
-      ),
+      {
+        apiVersion: "v1",
+        kind: "ConfigMap",
+        metadata: { name, labels: { "app.kubernetes.io/managed-by": NAME } },
+        data: { message },
+      },
     ];
   },
 

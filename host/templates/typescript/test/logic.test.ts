@@ -3,7 +3,7 @@
 import { strict as assert } from "node:assert";
 import { describe, it } from "node:test";
 
-import { ComponentError, defineModule, type Condition, type KubeObject } from "@wasm-operator/sdk";
+import { ComponentError, defineModule, writesOf, type Condition, type KubeObject } from "@wasm-operator/sdk";
 import { definition } from "../src/logic.js";
 
 const UID = "0c0ffee0-0000-4000-8000-000000000001";
@@ -66,35 +66,42 @@ describe("manifest", () => {
   });
 });
 
+/** What the module answers: its own fields, with the namespace and the owner reference. */
+function answer(message = "hi"): KubeObject {
+  return {
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: {
+      name: "hello",
+      namespace: "default",
+      labels: { "app.kubernetes.io/managed-by": "{{name}}" },
+      ownerReferences: [ownerReference],
+    },
+    data: { message },
+  };
+}
+
 describe("desired", () => {
+  it("writes by server-side apply", () => {
+    assert.equal(writesOf(reconciler).model(), "apply");
+  });
+
   it("creates the ConfigMap named after the {{kind}}, owned by it", () => {
-    assert.deepEqual(desired(parent({ message: "hi" })), [
-      {
-        apiVersion: "v1",
-        kind: "ConfigMap",
-        metadata: {
-          name: "hello",
-          namespace: "default",
-          labels: { "app.kubernetes.io/managed-by": "{{name}}" },
-          ownerReferences: [ownerReference],
-        },
-        data: { message: "hi" },
-      },
-    ]);
+    assert.deepEqual(desired(parent({ message: "hi" })), [answer()]);
   });
 
-  it("answers the server's ConfigMap unchanged in a steady state", () => {
-    assert.deepEqual(desired(parent({ message: "hi" }), [serverConfigMap()]), [serverConfigMap()]);
+  it("answers only its own fields, not the server's ConfigMap (nothing is merged)", () => {
+    assert.deepEqual(desired(parent({ message: "hi" }), [serverConfigMap()]), [answer()]);
   });
 
-  it("updates the message in place on an edit", () => {
-    assert.deepEqual(desired(parent({ message: "bye" }), [serverConfigMap()]), [serverConfigMap("bye")]);
+  it("answers the new message on an edit", () => {
+    assert.deepEqual(desired(parent({ message: "bye" }), [serverConfigMap()]), [answer("bye")]);
   });
 
-  it("owns the ConfigMap's data whole: a key it does not answer is removed", () => {
+  it("leaves out a key an earlier version applied: the server removes it", () => {
     const server = serverConfigMap();
     server.data = { message: "hi", stale: "from an older version" };
-    assert.deepEqual(desired(parent({ message: "hi" }), [server]), [serverConfigMap()]);
+    assert.deepEqual(desired(parent({ message: "hi" }), [server]), [answer()]);
   });
 
   it("reports an empty message as invalid, naming the field", () => {
