@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::runtime::crd_check::schema::apply_defaults;
+use crate::runtime::crd_check::validation::apply_defaults;
 
 /// A value as stored, and the fields the schema pruned from it.
 #[derive(Debug, PartialEq)]

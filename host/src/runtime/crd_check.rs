@@ -3,8 +3,13 @@
 //! apply, and a CRD for another group, kind or version (or without the
 //! status subresource the host writes through) would fail only later, on
 //! the cluster, with a less clear message.
+//!
+//! - `schema`: its schemas held to the API server's structural rules;
+//! - `validation`: a value under a schema, defaulted and validated as the
+//!   API server does it (each `default` of a CRD; a status answer).
 
 pub mod schema;
+pub mod validation;
 
 use serde_json::Value;
 
