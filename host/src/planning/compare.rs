@@ -1,12 +1,9 @@
 //! One parent's two outcomes (`offline::reconcile` with the current and the
 //! new version, on the same inputs) as what the new version does
-//! differently.
+//! differently (`parent_plan.rs`).
 //!
-//! Each version leaves an end state per object: the live objects, with what
-//! it writes in place of them (its desired object, or the live one when that
-//! is the same, so no write happens) and without what it deletes. A version
-//! that fails writes nothing: its end state is the live objects. The plan is
-//! the difference of the two end states:
+//! Each version leaves an end state per object (`compare/end_state.rs`).
+//! The plan is the difference of the two end states:
 //!
 //! - `create`: in the new end state only (a `live` object the current
 //!   version deletes and the new one keeps is one too);
@@ -24,193 +21,23 @@
 //! when the current version fails without one). A parent the new version
 //! fails on is a failure, unless the current version fails on it too.
 
+mod end_state;
+
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::Serialize;
 use serde_json::Value;
 
-use super::fields::{self, FieldChange};
-use crate::planning::applied::Change;
+use super::fields;
 use crate::planning::kinds::Kinds;
-use crate::planning::object_diff::same_ignoring_nulls;
-use crate::planning::offline::{ObjectWrite, Outcome, OutcomeError, module_view};
-use crate::planning::step::Write;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Action {
-    Create,
-    Update,
-    Delete,
-    Unmanaged,
-}
-
-impl Action {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Action::Create => "create",
-            Action::Update => "update",
-            Action::Delete => "delete",
-            Action::Unmanaged => "unmanaged",
-        }
-    }
-}
-
-/// What the new version does differently to one object.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ObjectChange {
-    pub action: Action,
-    pub api_version: String,
-    pub kind: String,
-    pub namespace: String,
-    pub name: String,
-    /// Whether the object exists now.
-    pub live: bool,
-    /// The fields that differ, old (the current version's end state) to new.
-    /// For a create of an object that does not exist, its fields.
-    pub fields: Vec<FieldChange>,
-}
-
-/// Why a version's reconcile did not apply.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Failure {
-    /// `invalid`, `malformed`, `unsupported`, `refused` or `failed`.
-    pub kind: &'static str,
-    pub message: String,
-}
-
-impl Failure {
-    fn of(error: &OutcomeError) -> Self {
-        Self { kind: error.kind(), message: error.to_string() }
-    }
-}
-
-/// One parent's plan.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ParentPlan {
-    pub namespace: String,
-    pub name: String,
-    pub objects: Vec<ObjectChange>,
-    /// The status fields the new version writes differently.
-    pub status: Vec<FieldChange>,
-    /// The new version fails on this parent.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub new_error: Option<Failure>,
-    /// The current version fails on this parent.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub current_error: Option<Failure>,
-}
-
-impl ParentPlan {
-    /// The new version fails where the current one does not.
-    pub fn fails(&self) -> bool {
-        self.new_error.is_some() && self.current_error.is_none()
-    }
-
-    pub fn both_fail(&self) -> bool {
-        self.new_error.is_some() && self.current_error.is_some()
-    }
-
-    /// The new version writes something else than the current one would.
-    pub fn changed(&self) -> bool {
-        !self.objects.is_empty() || !self.status.is_empty()
-    }
-
-    /// Anything to say about this parent.
-    pub fn noteworthy(&self) -> bool {
-        self.changed() || self.new_error.is_some() || self.current_error.is_some()
-    }
-
-    pub fn count(&self, action: Action) -> usize {
-        self.objects.iter().filter(|o| o.action == action).count()
-    }
-}
+use crate::planning::offline::Outcome;
+use crate::planning::offline::module_view;
+use crate::planning::parent_plan::{Action, Failure, ObjectChange, ParentPlan};
+use end_state::{Key, apply_changes, end_state, key_of};
 
 /// A version's outcome for the parent, with its kinds.
 pub struct Side<'a> {
     pub outcome: &'a Outcome,
     pub kinds: &'a Kinds,
-}
-
-/// An object by group, kind and name (the namespace is the parent's).
-type Key = (String, String, String);
-
-fn key_of(object: &Value) -> Key {
-    let text = |pointer: &str| object.pointer(pointer).and_then(Value::as_str).unwrap_or_default().to_owned();
-    let api_version = text("/apiVersion");
-    let group = api_version.rsplit_once('/').map_or("", |(group, _)| group).to_owned();
-    (group, text("/kind"), text("/metadata/name"))
-}
-
-/// The objects as a version leaves them, and what its applies change in
-/// the live objects it applies to (an apply keeps the fields others set,
-/// so its end state is told by its changes, not by its answer).
-struct EndState<'o> {
-    objects: BTreeMap<Key, Value>,
-    applies: BTreeMap<Key, &'o [Change]>,
-}
-
-fn end_state<'o>(side: &Side<'o>, live: &BTreeMap<Key, &Value>) -> EndState<'o> {
-    let objects = live.iter().map(|(key, object)| (key.clone(), (*object).clone())).collect();
-    let mut state = EndState { objects, applies: BTreeMap::new() };
-    if side.outcome.error.is_some() {
-        return state;
-    }
-    for deleted in &side.outcome.deleted {
-        state.objects.remove(&key_of(deleted));
-    }
-    for (index, desired) in side.outcome.desired.iter().enumerate() {
-        let key = key_of(desired);
-        match side.outcome.writes.get(index) {
-            // As the operator decides: no request, the live one stays.
-            Some(ObjectWrite { write: Write::Unchanged, .. }) => continue,
-            Some(ObjectWrite { write: Write::Apply, changes }) if live.contains_key(&key) => {
-                state.applies.insert(key, changes);
-                continue;
-            }
-            _ => {}
-        }
-        // Equal to the live object: no write, the live one stays.
-        if live.get(&key).is_some_and(|object| same_ignoring_nulls(object, desired)) {
-            continue;
-        }
-        state.objects.insert(key, desired.clone());
-    }
-    state
-}
-
-/// A path's live value, and what each side's apply leaves there (none:
-/// it changes nothing there; `Some(None)`: it removes the field).
-type LeftAt<'a> = (Option<&'a Value>, [Option<Option<&'a Value>>; 2]);
-
-/// The fields two versions' applies leave differently, each from the
-/// value `current`'s leaves (the live one where it changes none) to the
-/// value `new`'s leaves. A field that only becomes the module's, or items
-/// only reordered, keep their values and show none.
-fn apply_changes(current: Option<&[Change]>, new: Option<&[Change]>) -> Vec<FieldChange> {
-    let (current, new) = (current.unwrap_or_default(), new.unwrap_or_default());
-    let mut paths: BTreeMap<&str, LeftAt<'_>> = BTreeMap::new();
-    for (side, changes) in [current, new].into_iter().enumerate() {
-        for change in changes {
-            let (path, from, left) = match change {
-                Change::Set { path, from, to } => (path, from, Some(to)),
-                Change::Drop { path, from } => (path, from, None),
-                Change::Own { .. } | Change::Order { .. } => continue,
-            };
-            let entry = paths.entry(path).or_default();
-            entry.0 = from.as_ref();
-            entry.1[side] = Some(left);
-        }
-    }
-    paths
-        .into_iter()
-        .filter_map(|(path, (live, [before, after]))| {
-            let (before, after) = (before.unwrap_or(live), after.unwrap_or(live));
-            (before != after).then(|| FieldChange { path: path.to_owned(), old: before.cloned(), new: after.cloned() })
-        })
-        .collect()
 }
 
 /// What `new` does differently from `current` for `parent`, given the live
@@ -241,8 +68,8 @@ pub fn compare(parent: &Value, live: &[Value], current: &Side<'_>, new: &Side<'_
     // As a module reads them: managedFields are the API server's record.
     let live: Vec<Value> = live.iter().map(module_view).collect();
     let live: BTreeMap<Key, &Value> = live.iter().map(|object| (key_of(object), object)).collect();
-    let before = end_state(current, &live);
-    let after = end_state(new, &live);
+    let before = end_state(current.outcome, &live);
+    let after = end_state(new.outcome, &live);
 
     // Objects the current version manages, of kinds the new one does not own.
     let owned_by_new =
@@ -336,7 +163,11 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::planning::applied::Change;
+    use crate::planning::fields::FieldChange;
     use crate::planning::kinds::Kind;
+    use crate::planning::offline::{ObjectWrite, OutcomeError};
+    use crate::planning::step::Write;
     use crate::runtime::bindings::KindInfo;
     use crate::runtime::call_error::CallError;
 

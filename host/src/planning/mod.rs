@@ -7,8 +7,9 @@
 //! - `kinds`: the kinds a manifest names, as the API client needs them;
 //! - `offline`: one reconcile on given objects (`render`, `test`, `plan`,
 //!   a swap's dry run, a shadow, a replayed record);
-//! - `compare`, `fields`, `summary`: two versions' outcomes compared object
-//!   by object and field by field, and a plan's counts;
+//! - `compare`, `parent_plan`, `fields`, `summary`: two versions' outcomes
+//!   compared object by object and field by field, what that plan says of
+//!   a parent, and a plan's counts;
 //! - `kind_schema`, `field_set`, `applied`: how the API server merges a
 //!   kind (from its OpenAPI schema), the fields an object sets as
 //!   server-side apply counts them, and what applying an answer would
@@ -28,6 +29,7 @@ pub mod kind_schema;
 pub mod kinds;
 pub mod object_diff;
 pub mod offline;
+pub mod parent_plan;
 pub mod quantity;
 pub mod step;
 pub mod stored;

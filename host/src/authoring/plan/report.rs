@@ -32,8 +32,8 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::planning::compare::{Action, Failure, ObjectChange, ParentPlan};
 use crate::planning::fields;
+use crate::planning::parent_plan::{Action, Failure, ObjectChange, ParentPlan};
 pub use crate::planning::summary::Summary;
 use crate::planning::summary::summary_line;
 use crate::runtime::logic_module::LogicModule;

@@ -18,10 +18,11 @@ use crate::operator::reconciling::inputs::inputs;
 use crate::operator::swapping::rollout::{PARENTS_NAMED, SwapPlan};
 use crate::operator::swapping::serving::Serving;
 use crate::operator::watching::cached_object::CachedObject;
-use crate::planning::compare::{self, ParentPlan, Side};
+use crate::planning::compare::{self, Side};
 use crate::planning::kind_schema::Schemas;
 use crate::planning::kinds::{KindError, Kinds};
 use crate::planning::offline::{self, Given};
+use crate::planning::parent_plan::ParentPlan;
 
 /// Every cached parent (not being deleted) through `active` and
 /// `candidate`; stops once more than `failures_allowed` parents regress.
