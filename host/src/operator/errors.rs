@@ -24,6 +24,7 @@ pub enum ReconcileError {
     Vanished { kind: String, name: String },
     #[error("the parent has no namespace or uid")]
     MissingMetadata,
+    /// `kind`: the kind, or the kinds read together, as `A, B`.
     #[error("reading how the API server merges {kind}: {source}")]
     Schema { kind: String, source: crate::operator::watching::kind_schemas::KindSchemaError },
 }

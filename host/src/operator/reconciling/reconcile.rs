@@ -176,10 +176,19 @@ async fn reconcile_parent(parent: &CachedObject, ctx: &Context, serving: &Servin
     }
 }
 
+/// The owned kinds' names, for an error reading their schemas.
+fn owned_names(serving: &Serving) -> String {
+    serving.owned.iter().map(|cache| cache.kind.name()).collect::<Vec<_>>().join(", ")
+}
+
 /// What deciding the applies of one reconcile needs, gathered: each owned
 /// kind's schema (read from the API server once per kind) and the fields
 /// the module's manager applied to each child.
 async fn applying(serving: &Serving, children: &Children, manager: &str) -> Result<Applying, ReconcileError> {
+    serving
+        .read_owned_schemas()
+        .await
+        .map_err(|source| ReconcileError::Schema { kind: owned_names(serving), source })?;
     let mut schemas = Vec::with_capacity(serving.owned.len());
     for cache in &serving.owned {
         // A kind the API server does not serve is not written (its

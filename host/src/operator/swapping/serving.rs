@@ -10,7 +10,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::operator::watching::caches::{Availability, Cache, CacheEvents, Caches};
+use crate::operator::watching::caches::{self, Availability, Cache, CacheEvents, Caches};
+use crate::operator::watching::kind_schemas::KindSchemaError;
 use crate::planning::kind_schema::Schemas;
 use crate::planning::kinds::{Kind, KindError, Kinds};
 use crate::runtime::bindings::WriteModel;
@@ -26,6 +27,10 @@ pub struct Serving {
     /// One cache per read kind, in manifest order (a kind both owned and
     /// read shares its cache).
     pub reads: Vec<Arc<Cache>>,
+    /// Set once the owned kinds' schemas were read together
+    /// ([`Serving::read_owned_schemas`]): the many reconciles of a start
+    /// wait for one read.
+    schemas_read: tokio::sync::OnceCell<()>,
 }
 
 impl Serving {
@@ -35,7 +40,7 @@ impl Serving {
         let kinds = Kinds::from_manifest(module.manifest())?;
         let owned = kinds.owned.iter().map(|kind| caches.of(kind)).collect();
         let reads = kinds.reads.iter().map(|kind| caches.of(kind)).collect();
-        Ok(Self { module, owned_kinds: kinds.owned, owned, reads })
+        Ok(Self { module, owned_kinds: kinds.owned, owned, reads, schemas_read: tokio::sync::OnceCell::new() })
     }
 
     /// Subscribes `triggers` to every cache of this version (once each).
@@ -81,19 +86,32 @@ impl Serving {
         ))
     }
 
+    /// Reads the schemas of the owned kinds the API server serves, all
+    /// together, once per version (each cache keeps its kind's, shared
+    /// with other versions); a failed read is tried again by the next
+    /// caller. A kind served only later reads its own (`Cache::schema`).
+    pub async fn read_owned_schemas(&self) -> Result<(), KindSchemaError> {
+        self.schemas_read
+            .get_or_try_init(|| async {
+                let served: Vec<&Arc<Cache>> =
+                    self.owned.iter().filter(|cache| cache.availability() == Availability::Served).collect();
+                caches::read_schemas(&served).await
+            })
+            .await
+            .map(|&()| ())
+    }
+
     /// Reads the owned kinds' schemas of a version that applies its
-    /// answers (each cache reads its kind's once), so that a dry run or a
-    /// shadow decides its applies as its reconciles will. A schema that
-    /// cannot be read is logged: a dry run then merges that kind as one
-    /// without a published schema (lists whole), and its reconciles retry.
+    /// answers, so that a dry run or a shadow decides its applies as its
+    /// reconciles will. A schema that cannot be read is logged: a dry run
+    /// then merges that kind as one without a published schema (lists
+    /// whole), and its reconciles retry.
     pub async fn read_schemas(&self) {
         if self.module.write_model() != WriteModel::Apply {
             return;
         }
-        for cache in self.owned.iter().filter(|cache| cache.availability() == Availability::Served) {
-            if let Err(error) = cache.schema().await {
-                tracing::warn!(module = self.module.name(), kind = cache.kind.name(), %error, "reading a kind's schema");
-            }
+        if let Err(error) = self.read_owned_schemas().await {
+            tracing::warn!(module = self.module.name(), %error, "reading the owned kinds' schemas");
         }
     }
 

@@ -76,13 +76,20 @@ impl Drop for Cache {
 }
 
 impl Cache {
-    /// The kind's schema as the API server publishes it: read once, on
-    /// first use (a failed read is tried again by the next caller).
-    /// The kind's schema, if [`Cache::schema`] has read it.
+    /// The kind's schema, if it has been read.
     pub fn known_schema(&self) -> Option<Arc<KindSchema>> {
         self.schema.get().cloned()
     }
 
+    /// Keeps `schema`, read for this kind with others' (`read_schemas`),
+    /// unless one was read already.
+    fn keep_schema(&self, schema: Arc<KindSchema>) {
+        // Already set: by a read of this kind alone, the same document.
+        let _ = self.schema.set(schema);
+    }
+
+    /// The kind's schema as the API server publishes it: read once, on
+    /// first use (a failed read is tried again by the next caller).
     pub async fn schema(&self) -> Result<Arc<KindSchema>, KindSchemaError> {
         let schema = self
             .schema
@@ -231,6 +238,23 @@ impl Cache {
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Objects> {
         self.objects.read().unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// Reads the schemas of `caches` that have none yet together: the OpenAPI
+/// index once and each group version's document once, where reading each
+/// kind on its own would read the index and its document per kind (five
+/// times the core group's for a module owning five core kinds).
+pub async fn read_schemas(caches: &[&Arc<Cache>]) -> Result<(), KindSchemaError> {
+    let missing: Vec<&Arc<Cache>> = caches.iter().copied().filter(|cache| cache.known_schema().is_none()).collect();
+    let Some(first) = missing.first() else {
+        return Ok(());
+    };
+    let kinds: Vec<Kind> = missing.iter().map(|cache| cache.kind.clone()).collect();
+    let schemas = kind_schemas::fetch(&first.client, &kinds).await?;
+    for (cache, schema) in missing.iter().zip(schemas) {
+        cache.keep_schema(schema);
+    }
+    Ok(())
 }
 
 /// Every cache of the process, one per kind, shared by the modules that use
