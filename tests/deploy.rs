@@ -425,7 +425,8 @@ async fn rbac_grants_exactly_what_the_operator_uses() {
     // The module's ClusterRole is exactly what the operator checks the
     // module's identity for at load (so each rule is needed: without one
     // the module is refused, tests/module_identity.rs), and nothing more.
-    let checked: BTreeSet<Grant> = needed_permissions(operator_support::memcached_module().manifest())
+    let memcached = operator_support::memcached_module();
+    let checked: BTreeSet<Grant> = needed_permissions(memcached.manifest(), memcached.write_model())
         .into_iter()
         .map(|p| Grant {
             verb: p.verb.to_owned(),

@@ -77,7 +77,7 @@ impl Identities {
     /// permissions `left_out` names (`verb resource`, e.g. `create secrets`).
     async fn grant(&self, module: &str, manifest_of: &LogicModule, left_out: &[&str]) {
         let mut rules = Vec::new();
-        for permission in needed_permissions(manifest_of.manifest()) {
+        for permission in needed_permissions(manifest_of.manifest(), manifest_of.write_model()) {
             let resource = match permission.subresource {
                 Some(sub) => format!("{}/{sub}", permission.resource),
                 None => permission.resource.clone(),
@@ -294,6 +294,51 @@ async fn a_module_whose_role_lacks_what_it_claims_is_refused_at_load_naming_verb
     .await;
     let _ = opted_out.kill();
     let _ = opted_out.wait();
+}
+
+/// A module that writes by server-side apply needs `patch` on its owned
+/// kinds where a replacing one needs `update`: granted exactly what
+/// `needed_permissions` says, the Queue module converges writing as its
+/// ServiceAccount; without `patch` on ConfigMaps it is refused at load,
+/// naming it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_applying_module_needs_patch_and_is_refused_without_it() {
+    let identities = Identities::new("identity-apply").await;
+    let ns = &identities.ns;
+    let module = module_file("queue.wasm");
+    ns.plane.apply_yaml(&module.manifest().crd).await.expect("installing the Queue CRD");
+    let user = identities.user("queue");
+    identities.grant("queue", &module, &["patch configmaps"]).await;
+    identities.wait_allowed(&user, "create", "", "configmaps", true).await;
+    let running = Running::start_with_client(identities.operator_client().await, vec![module], identities.options());
+    let error = tokio::time::timeout(WAIT, running.stop()).await.expect("refused in time").expect_err("refused");
+    let reason = std::error::Error::source(&error).map(ToString::to_string).unwrap_or_default();
+    assert!(reason.contains(" may not patch configmaps (ConfigMap)"), "{error}: {reason}");
+
+    let module = module_file("queue.wasm");
+    identities.grant("queue", &module, &[]).await;
+    identities.wait_allowed(&user, "patch", "", "configmaps", true).await;
+    let mark = ns.plane.audit_mark().expect("the audit log");
+    let running = Running::start_with_client(identities.operator_client().await, vec![module], identities.options());
+    let queue = json!({"apiVersion": "example.c5c3.io/v1", "kind": "Queue", "metadata": {"name": "orders"},
+                       "spec": {"image": "queue:1", "settings": {"a": "1"}}});
+    let queue: DynamicObject = serde_json::from_value(queue).expect("a Queue");
+    let queues = ns.api(&gvk("example.c5c3.io", "v1", "Queue", "queues"));
+    queues.create(&PostParams::default(), &queue).await.expect("creating the Queue");
+    let configmaps = ns.api(&gvk("", "v1", "ConfigMap", "configmaps"));
+    eventually("the Queue's settings", || async { exists(&configmaps, "orders-settings").await.then_some(()) }).await;
+    running.stop().await.expect("a clean stop");
+    ns.plane.audit_sync().await.expect("the audit log catches up");
+    let applies: Vec<AuditEvent> = identities
+        .operator_requests(mark)
+        .into_iter()
+        .filter(|e| e.verb == "patch" && e.resource.as_deref() == Some("configmaps"))
+        .collect();
+    assert!(!applies.is_empty(), "the settings were applied");
+    for apply in &applies {
+        assert_eq!(apply.impersonated_user.as_deref(), Some(user.as_str()), "applied as the module");
+        assert!(apply.code.is_some_and(|code| code < 300), "applied: {apply:?}");
+    }
 }
 
 /// `--module-identity-prefix`: the binary's module acts as the account

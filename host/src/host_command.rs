@@ -138,8 +138,8 @@ pub fn rbac_command(
 ) -> Result<ExitCode> {
     let engine = engine()?;
     let modules = load_modules(&engine, flavor, args)?;
-    let manifests: Vec<&crate::runtime::bindings::Manifest> = modules.iter().map(|m| m.manifest()).collect();
-    let objects = crate::authoring::rbac::rbac_objects(&manifests, namespace, operator, account_prefix)?;
+    let described: Vec<_> = modules.iter().map(|m| (m.manifest(), m.write_model())).collect();
+    let objects = crate::authoring::rbac::rbac_objects(&described, namespace, operator, account_prefix)?;
     print_out(&crate::authoring::documents::to_yaml(&objects))
 }
 

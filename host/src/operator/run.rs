@@ -150,7 +150,7 @@ async fn check_when_reachable(identity: &ModuleClient, module: &LogicModule) -> 
     let started = Instant::now();
     let mut delay = Duration::from_millis(250);
     loop {
-        let error = match identity.check(module.manifest()).await {
+        let error = match identity.check(module).await {
             Ok(()) => return Ok(()),
             Err(error) => error,
         };

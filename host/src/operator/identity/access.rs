@@ -7,7 +7,7 @@ use k8s_openapi::api::authorization::v1::{ResourceAttributes, SelfSubjectAccessR
 use kube::api::{Api, PostParams};
 use kube::{Client, ResourceExt};
 
-use crate::runtime::bindings::{KindInfo, Manifest};
+use crate::runtime::bindings::{KindInfo, Manifest, WriteModel};
 
 /// One verb on one resource (or subresource) of a kind.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -90,12 +90,14 @@ fn scope(namespace: Option<&str>) -> String {
 /// - the parent: list and watch it; patch its status; update its
 ///   finalizers, which admission (OwnerReferencesPermissionEnforcement)
 ///   requires of whoever sets `blockOwnerDeletion` on a child's reference;
-/// - each owned kind: list and watch; create and update (`create_or_update`,
-///   `get` to re-read after a conflict); delete (objects the parent controls
-///   and the module no longer wants, and adoption under that admission
-///   plugin);
+/// - each owned kind: list and watch; create and, as the module writes
+///   (`writes`), update (`replace`: `create_or_update`, `get` to re-read
+///   after a conflict) or patch (`apply`: server-side apply is a patch, and
+///   `create` when it makes the object); delete (objects the parent
+///   controls and the module no longer wants, and adoption under that
+///   admission plugin);
 /// - each read kind: list and watch.
-pub fn needed_permissions(manifest: &Manifest) -> Vec<Permission> {
+pub fn needed_permissions(manifest: &Manifest, writes: WriteModel) -> Vec<Permission> {
     let on = |kind: &KindInfo, verbs: &[&'static str], subresource: Option<&'static str>| {
         verbs
             .iter()
@@ -111,8 +113,12 @@ pub fn needed_permissions(manifest: &Manifest) -> Vec<Permission> {
     let mut needed = on(&manifest.parent, &["list", "watch"], None);
     needed.extend(on(&manifest.parent, &["patch"], Some("status")));
     needed.extend(on(&manifest.parent, &["update"], Some("finalizers")));
+    let write = match writes {
+        WriteModel::Replace => "update",
+        WriteModel::Apply => "patch",
+    };
     for owned in &manifest.owned {
-        needed.extend(on(owned, &["get", "list", "watch", "create", "update", "delete"], None));
+        needed.extend(on(owned, &["get", "list", "watch", "create", write, "delete"], None));
     }
     for read in &manifest.reads {
         needed.extend(on(read, &["list", "watch"], None));
@@ -128,16 +134,17 @@ pub fn needed_permissions(manifest: &Manifest) -> Vec<Permission> {
 }
 
 /// Asks the API server, as `user` (through `client`, which impersonates it),
-/// whether it may do all of `needed_permissions(manifest)` in `namespace`
+/// whether it may do all of `needed_permissions(manifest, writes)` in `namespace`
 /// (all namespaces when `None`); answers every permission it may not.
 pub(super) async fn check(
     client: &Client,
     user: &str,
     manifest: &Manifest,
+    writes: WriteModel,
     namespace: Option<&str>,
 ) -> Result<(), AccessError> {
     let api: Api<SelfSubjectAccessReview> = Api::all(client.clone());
-    let needed = needed_permissions(manifest);
+    let needed = needed_permissions(manifest, writes);
     let reviews = needed.iter().map(|permission| {
         let review = SelfSubjectAccessReview {
             spec: SelfSubjectAccessReviewSpec {
@@ -220,7 +227,8 @@ mod tests {
     #[test]
     fn a_manifest_needs_its_parent_its_children_and_what_it_reads() {
         let manifest = test_manifest(&["/ConfigMap/configmaps"], &["/Secret/secrets", "/ConfigMap/configmaps"]);
-        let named: Vec<String> = needed_permissions(&manifest).iter().map(ToString::to_string).collect();
+        let named: Vec<String> =
+            needed_permissions(&manifest, WriteModel::Replace).iter().map(ToString::to_string).collect();
         assert_eq!(
             named,
             [
@@ -238,13 +246,19 @@ mod tests {
                 "watch secrets (Secret)",
             ]
         );
+        // Server-side apply is a patch: an applying module patches where a
+        // replacing one updates, and nothing else changes.
+        let applying: Vec<String> =
+            needed_permissions(&manifest, WriteModel::Apply).iter().map(ToString::to_string).collect();
+        let replaced: Vec<String> = named.iter().map(|p| p.replace("update configmaps", "patch configmaps")).collect();
+        assert_eq!(applying, replaced);
     }
 
     #[test]
     fn a_refusal_names_each_verb_and_kind_and_where() {
         let error = AccessError::Denied {
             user: "system:serviceaccount:ops:greeting".into(),
-            missing: needed_permissions(&test_manifest(&["/Secret/secrets"], &[]))
+            missing: needed_permissions(&test_manifest(&["/Secret/secrets"], &[]), WriteModel::Replace)
                 .into_iter()
                 .filter(|p| p.resource == "secrets" && p.verb != "get" || p.subresource == Some("status"))
                 .collect(),

@@ -16,7 +16,7 @@ pub use access::{AccessError, Permission, needed_permissions};
 use http::{HeaderValue, Request};
 use kube::Client;
 
-use crate::runtime::bindings::Manifest;
+use crate::runtime::logic_module::LogicModule;
 
 /// Who a module's writes are made as.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -87,12 +87,15 @@ impl ModuleIdentity {
 
 impl ModuleClient {
     /// Whether this module's identity may do everything the host does for
-    /// `manifest` (`needed_permissions`); nothing to check when it acts as
+    /// `module` (`needed_permissions`); nothing to check when it acts as
     /// the operator.
-    pub async fn check(&self, manifest: &Manifest) -> Result<(), AccessError> {
+    pub async fn check(&self, module: &LogicModule) -> Result<(), AccessError> {
         match &self.user {
             None => Ok(()),
-            Some(user) => access::check(&self.client, user, manifest, self.namespace.as_deref()).await,
+            Some(user) => {
+                let namespace = self.namespace.as_deref();
+                access::check(&self.client, user, module.manifest(), module.write_model(), namespace).await
+            }
         }
     }
 }

@@ -155,7 +155,7 @@ pub async fn offer_loaded(
     if let Err(refusal) = kinds {
         return refused(ctx, refusal);
     }
-    if let Err(error) = ctx.identity.check(candidate.manifest()).await {
+    if let Err(error) = ctx.identity.check(&candidate).await {
         // Not known to be forbidden when the API server could not answer.
         let reason = if error.is_transient() { "AccessCheckFailed" } else { "Forbidden" };
         return refused(ctx, Refusal::new(reason, error.to_string()));

@@ -88,7 +88,7 @@ pub async fn start(
     until: SystemTime,
 ) -> Result<(), String> {
     // It reads what it would read serving: its identity must be allowed that.
-    ctx.identity.check(module.manifest()).await.map_err(|error| error.to_string())?;
+    ctx.identity.check(&module).await.map_err(|error| error.to_string())?;
     let serving = Arc::new(ctx.serving_for(module).map_err(|error| error.to_string())?);
     serving.wait_until_known(ctx.swap_policy.cache_sync_timeout).await?;
     serving.read_schemas().await;
