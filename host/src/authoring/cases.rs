@@ -41,7 +41,8 @@ use super::diff;
 use super::parents;
 use crate::planning::case::{Case, CaseError, DEFAULT_NOW, ErrorKind, Expect, ExpectedError, actual};
 use crate::planning::kinds::Kinds;
-use crate::planning::offline::{self, Given, Outcome, OutcomeError};
+use crate::planning::offline::{self, Given};
+use crate::planning::outcome::{Outcome, OutcomeError};
 use crate::runtime::engine::ModuleEngine;
 use crate::runtime::logic_module::LogicModule;
 

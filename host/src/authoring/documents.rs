@@ -72,7 +72,7 @@ pub fn to_json_list(objects: &[Value]) -> String {
     text
 }
 
-pub use crate::planning::offline::describe;
+pub use crate::planning::given_objects::describe;
 
 /// The value without null object members, which the API server drops (and
 /// which the host's comparisons ignore, `planning/object_diff.rs`).

@@ -8,8 +8,10 @@ use serde_json::Value;
 
 use super::documents::{self, DocumentError};
 use super::parents::{self, Filled};
+use crate::planning::given_objects;
 use crate::planning::kinds::{Kind, KindError, Kinds};
-use crate::planning::offline::{self, Given, Outcome, OutcomeError};
+use crate::planning::offline::{self, Given};
+use crate::planning::outcome::{Outcome, OutcomeError};
 use crate::runtime::logic_module::LogicModule;
 
 #[derive(Debug, thiserror::Error)]
@@ -76,7 +78,7 @@ impl Rendered {
     pub fn notes(&self) -> (Vec<String>, bool) {
         let mut notes = Vec::new();
         let what = &self.what;
-        let namespace = offline::namespace_of(&self.parent);
+        let namespace = given_objects::namespace_of(&self.parent);
         let uid = self.parent.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default();
         let outcome = match &self.outcome {
             Ok(outcome) => outcome,

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::planning::offline::{Outcome, OutcomeError};
+use crate::planning::outcome::{Outcome, OutcomeError};
 
 /// The time a case without `now` runs at.
 pub const DEFAULT_NOW: &str = "2026-01-01T00:00:00Z";

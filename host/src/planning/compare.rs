@@ -28,9 +28,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use super::fields;
+use crate::planning::given_objects::module_view;
 use crate::planning::kinds::Kinds;
-use crate::planning::offline::Outcome;
-use crate::planning::offline::module_view;
+use crate::planning::outcome::Outcome;
 use crate::planning::parent_plan::{Action, Failure, ObjectChange, ParentPlan};
 use end_state::{Key, apply_changes, end_state, key_of};
 
@@ -166,7 +166,7 @@ mod tests {
     use crate::planning::applied::Change;
     use crate::planning::fields::FieldChange;
     use crate::planning::kinds::Kind;
-    use crate::planning::offline::{ObjectWrite, OutcomeError};
+    use crate::planning::outcome::{ObjectWrite, OutcomeError};
     use crate::planning::step::Write;
     use crate::runtime::bindings::KindInfo;
     use crate::runtime::call_error::CallError;

@@ -6,7 +6,9 @@
 //!   performs what it plans;
 //! - `kinds`: the kinds a manifest names, as the API client needs them;
 //! - `offline`: one reconcile on given objects (`render`, `test`, `plan`,
-//!   a swap's dry run, a shadow, a replayed record);
+//!   a swap's dry run, a shadow, a replayed record): the objects passed to
+//!   the module as the operator's caches would pass them (`given_objects`),
+//!   and what the operator would do (`outcome`);
 //! - `compare`, `parent_plan`, `fields`, `summary`: two versions' outcomes
 //!   compared object by object and field by field, what that plan says of
 //!   a parent, and a plan's counts;
@@ -25,10 +27,12 @@ pub mod case;
 pub mod compare;
 pub mod field_set;
 pub mod fields;
+pub mod given_objects;
 pub mod kind_schema;
 pub mod kinds;
 pub mod object_diff;
 pub mod offline;
+pub mod outcome;
 pub mod parent_plan;
 pub mod quantity;
 pub mod step;

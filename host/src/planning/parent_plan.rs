@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 use super::fields::FieldChange;
-use crate::planning::offline::OutcomeError;
+use crate::planning::outcome::OutcomeError;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]

@@ -20,9 +20,9 @@ use serde_json::Value;
 use super::super::parents;
 use super::super::render::{self, InputError};
 use crate::operator::watching::kind_schemas::{self, KindSchemaError};
+use crate::planning::given_objects::{module_view, namespace_of};
 use crate::planning::kind_schema::Schemas;
 use crate::planning::kinds::{Kind, Kinds};
-use crate::planning::offline::{module_view, namespace_of};
 use crate::runtime::bindings::{ObjectRef, WriteModel};
 use crate::runtime::logic_module::LogicModule;
 

@@ -18,7 +18,8 @@ use super::recorder::{Answer, Record};
 use crate::planning::answer_check::{self, Owner};
 use crate::planning::case::{self as cases, Case, CaseFile, Expect};
 use crate::planning::kinds::{KindError, Kinds};
-use crate::planning::offline::{self, Given, Outcome, OutcomeError};
+use crate::planning::offline::{self, Given};
+use crate::planning::outcome::{Outcome, OutcomeError};
 use crate::runtime::logic_module::LogicModule;
 
 /// At most this many differing fields are named per record.

@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::planning::applied::Change;
 use crate::planning::fields::FieldChange;
 use crate::planning::object_diff::same_ignoring_nulls;
-use crate::planning::offline::{ObjectWrite, Outcome};
+use crate::planning::outcome::{ObjectWrite, Outcome};
 use crate::planning::step::Write;
 
 /// An object by group, kind and name (the namespace is the parent's).
