@@ -4,7 +4,8 @@
 //! --function-order`), so that they fault in few pages of its compiled code.
 
 use memcached_operator::BUILTIN_COMPONENT;
-use wasm_operator::authoring::function_order::{defined_function_names, function_list, without_crate_hashes};
+use wasm_operator::authoring::function_order::reorder::without_crate_hashes;
+use wasm_operator::authoring::function_order::{defined_function_names, function_list};
 use wasmparser::{Parser, Payload};
 
 /// The component's core modules, as bytes.

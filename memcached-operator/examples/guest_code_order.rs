@@ -20,7 +20,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
-use wasm_operator::authoring::function_order::{ENTRY_EXPORT_PREFIX, defined_function_names, instrument_entries};
+use wasm_operator::authoring::function_order::defined_function_names;
+use wasm_operator::authoring::function_order::instrument::{ENTRY_EXPORT_PREFIX, instrument_entries};
 use wasmtime::{Engine, Instance, Memory, Module, Store, TypedFunc, Val};
 
 const DESIRED: &str = "wasm-operator:controller/reconciler@1.2.0#desired";

@@ -8,7 +8,8 @@ use std::path::Path;
 
 use wasmparser::{Parser, Payload};
 
-use super::function_order::{FunctionOrderError, order_functions};
+use super::function_order::FunctionOrderError;
+use super::function_order::reorder::order_functions;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ComponentizeError {
