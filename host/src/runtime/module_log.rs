@@ -80,8 +80,9 @@ impl ModuleLog {
     }
 }
 
-/// `text` cut to at most `max` bytes, at a character boundary, marked.
-fn cut(mut text: String, max: usize) -> String {
+/// `text` cut to at most `max` bytes, at a character boundary, marked
+/// (a module's log line; an event's note).
+pub fn cut(mut text: String, max: usize) -> String {
     if text.len() <= max {
         return text;
     }
@@ -131,6 +132,14 @@ mod tests {
         log.write(LogLevel::Error, "é".repeat(MAX_LINE_BYTES));
         let last = log.last_error().expect("an error line is kept past the bound");
         assert!(last.len() <= MAX_LINE_BYTES && last.ends_with("..."), "{}", last.len());
+    }
+
+    #[test]
+    fn long_text_is_cut_on_a_character_boundary() {
+        let cut_text = cut("é".repeat(600), 1000);
+        assert!(cut_text.len() <= 1000);
+        assert!(cut_text.ends_with("..."));
+        assert_eq!(cut("short".into(), 1000), "short");
     }
 
     #[test]
