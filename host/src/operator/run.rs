@@ -22,7 +22,7 @@ use crate::operator::leader::LeaderElection;
 use crate::operator::reconciling::backoff::Backoff;
 use crate::operator::swapping::serving::Serving;
 use crate::operator::swapping::swap_state::{self, SwapState};
-use crate::operator::swapping::{hot_swap, logic_modules};
+use crate::operator::swapping::{hot_swap, logic_modules, probation};
 use crate::operator::watching::cached_object::CachedObject;
 use crate::operator::watching::caches::{CacheEvents, Caches};
 use crate::operator::watching::own_writes::OwnWrites;
@@ -359,7 +359,7 @@ pub async fn run(
             call_pool: CallPool::new(options.module_call_concurrency),
         });
         if let Some((previous, until)) = prepared.resumed_probation {
-            hot_swap::resume_probation(&ctx, previous, until);
+            probation::resume_probation(&ctx, previous, until);
         }
         leading.send_replace(Some(ctx.clone()));
         let events = ctx.events.clone();

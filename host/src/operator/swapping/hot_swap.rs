@@ -15,24 +15,24 @@
 //! change, parent by parent. A LogicModule's rollout (`rollout`) may hold a
 //! version whose plan passes its gates' limits until its digest is
 //! approved, or serve it to a canary first: the canary's parents only, for
-//! the watch window, with failures there rolling it back; then every parent.
+//! the watch window, with failures there rolling it back; then every parent.//!
+//! `precheck.rs` holds the checks that need no cluster state;
+//! `probation.rs` the watch window, the rollback and the roll out to every
+//! parent.
 
 use std::path::PathBuf;
-use std::sync::{Arc, PoisonError, Weak};
-use std::time::{Duration, Instant, SystemTime};
-
-use kube::ResourceExt;
-use kube::runtime::reflector::ObjectRef;
+use std::sync::{Arc, PoisonError};
+use std::time::{Instant, SystemTime};
 
 use crate::operator::context::Context;
+use crate::operator::swapping::precheck::Prechecked;
+use crate::operator::swapping::probation::{roll_back, roll_out, start_probation};
 use crate::operator::swapping::rollout::{Canary, Rollout, SwapPlan};
 use crate::operator::swapping::serving::Serving;
 use crate::operator::swapping::swap_plan::plan_swap;
-use crate::operator::swapping::swap_state::{CanaryServing, Probation, Refusal, Rollback};
+use crate::operator::swapping::swap_state::{CanaryServing, Probation, Refusal};
 use crate::operator::watching::cached_object::CachedObject;
 use crate::operator::watching::references::ParentKey;
-use crate::planning::kinds::Kinds;
-use crate::runtime::bindings::{KindInfo, Manifest};
 use crate::runtime::logic_module::{LogicModule, ModuleSource, digest};
 use crate::runtime::source::WatchedFile;
 
@@ -50,37 +50,6 @@ pub enum Offered {
     /// Verified, and held by the rollout's gates until its digest is
     /// approved: why; the active version keeps serving.
     AwaitingApproval { plan: SwapPlan, held_by: Vec<String> },
-}
-
-/// What the checks that need no cluster state found for a version: it
-/// loaded and honours the contract (else it would be a load refusal), and
-/// whether its kinds can replace those of the version serving when it was
-/// checked (the same parent kind and field manager; owned and read kinds
-/// the host can watch).
-/// A standby runs them right after compiling ahead; the leader reuses the
-/// result while that version still serves.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Prechecked {
-    /// The digest of the serving version it was checked against.
-    pub against: String,
-    pub kinds: Result<(), Refusal>,
-}
-
-impl Prechecked {
-    pub fn new(active: &LogicModule, candidate: &LogicModule) -> Self {
-        let kinds = same_parent(active.manifest(), candidate.manifest())
-            .map_err(|message| Refusal::new("ParentKindChanged", message))
-            .and_then(|()| {
-                same_field_manager(active.manifest(), candidate.manifest())
-                    .map_err(|message| Refusal::new("FieldManagerChanged", message))
-            })
-            .and_then(|()| {
-                Kinds::from_manifest(candidate.manifest())
-                    .map(drop)
-                    .map_err(|error| Refusal::new("UnsupportedKind", error.to_string()))
-            });
-        Self { against: active.digest().to_owned(), kinds }
-    }
 }
 
 /// Watches the module file of `ctx`'s module and offers every new version,
@@ -265,79 +234,6 @@ pub fn version_for(ctx: &Context, parent: &CachedObject) -> Arc<Serving> {
     ctx.serving()
 }
 
-/// Puts the serving version on probation until `probation.until`, when a
-/// timer ends it (and with it the previous version's watches).
-fn start_probation(ctx: &Arc<Context>, probation: Probation) {
-    let (digest, until) = (probation.candidate.module.digest().to_owned(), probation.until);
-    *ctx.swap.probation.lock().unwrap_or_else(PoisonError::into_inner) = Some(probation);
-    ctx.swap.changed();
-    let ctx = Arc::downgrade(ctx);
-    tokio::spawn(async move {
-        tokio::time::sleep_until(until.into()).await;
-        end_probation(&ctx, &digest);
-    });
-}
-
-/// The watch window of version `digest` is over: it is trusted now, and
-/// the version it replaced is let go; or, after a canary, it serves every
-/// parent now, on probation for another window.
-fn end_probation(ctx: &Weak<Context>, digest: &str) {
-    let Some(ctx) = ctx.upgrade() else { return };
-    let mut probation = ctx.swap.probation.lock().unwrap_or_else(PoisonError::into_inner);
-    if probation.as_ref().is_some_and(|p| p.candidate.module.digest() == digest) {
-        let ended = probation.take();
-        drop(probation);
-        if let Some(canary) = ended.as_ref().filter(|p| p.canary) {
-            promote(&ctx, canary.candidate.clone(), canary.previous.clone());
-            return;
-        }
-        tracing::info!(module = ctx.module_name, digest, "module version passed its watch window");
-        drop(ended);
-        ctx.swap.changed();
-    }
-}
-
-/// Taking over (or restarting) while the serving version is on probation:
-/// the rest of its watch window, with `previous` (its caches listed) to roll
-/// back to.
-pub fn resume_probation(ctx: &Arc<Context>, previous: Arc<Serving>, until: SystemTime) {
-    let candidate = ctx.serving();
-    if until <= SystemTime::now() || candidate.module.digest() == previous.module.digest() {
-        return;
-    }
-    tracing::info!(
-        module = ctx.module_name,
-        digest = candidate.module.digest(),
-        previous = previous.module.digest(),
-        left_s = until.duration_since(SystemTime::now()).unwrap_or_default().as_secs(),
-        "the serving version is on probation from before: its watch window goes on here"
-    );
-    start_probation(ctx, Probation::new(candidate, previous, until));
-}
-
-/// A canary that passed its window: its version serves every parent, on
-/// probation for a window of its own with `previous` to roll back to.
-fn promote(ctx: &Arc<Context>, candidate: Arc<Serving>, previous: Arc<Serving>) {
-    if ctx.swap.canary.load().as_ref().is_none_or(|c| c.serving.module.digest() != candidate.module.digest()) {
-        // Replaced meanwhile.
-        return;
-    }
-    let replaced = ctx.serve(candidate.clone());
-    ctx.swap.canary.store(None);
-    ctx.metrics.unloaded(&replaced.module);
-    ctx.metrics.loaded(&candidate.module);
-    ctx.metrics.swap("succeeded", None);
-    tracing::info!(
-        module = ctx.module_name,
-        from = previous.module.digest(),
-        to = candidate.module.digest(),
-        "the canary passed its watch window: the module version serves every parent; rolling out"
-    );
-    let until = SystemTime::now() + ctx.swap_policy.watch_window;
-    start_probation(ctx, Probation::new(candidate, previous, until));
-    roll_out(ctx.clone(), None);
-}
-
 pub(crate) fn refused(ctx: &Context, refusal: Refusal) -> Offered {
     tracing::warn!(
         module = ctx.module_name,
@@ -380,88 +276,6 @@ pub fn observe(ctx: &Arc<Context>, module: &LogicModule, parent: &ParentKey, fai
     }
 }
 
-fn roll_back(ctx: &Arc<Context>, failed: Probation) {
-    let reason = failed
-        .failed
-        .iter()
-        .take(3)
-        .map(|((namespace, name), why)| format!("{namespace}/{name}: {why}"))
-        .collect::<Vec<_>>()
-        .join("; ");
-    let (candidate, previous) = (&failed.candidate.module, &failed.previous.module);
-    let canary = if failed.canary {
-        // The canary's parents go back to the version serving the others.
-        let on_canary =
-            ctx.swap.canary.load().as_ref().is_some_and(|c| c.serving.module.digest() == candidate.digest());
-        if !on_canary {
-            return;
-        }
-        ctx.swap.canary.store(None);
-        true
-    } else {
-        if ctx.serving().module.digest() != candidate.digest() {
-            return;
-        }
-        ctx.serve(failed.previous.clone());
-        false
-    };
-    // Not kept compiled: a version that failed is not one to go back to,
-    // and its code would stay resident (make soak saw the leader's memory
-    // grow by it). Offered again, it is mapped from the compile cache.
-    ctx.swap.forget(candidate.digest());
-    if !canary {
-        ctx.metrics.unloaded(candidate);
-        ctx.metrics.loaded(previous);
-    }
-    ctx.metrics.swap("rolled_back", None);
-    *ctx.swap.last_rollback.lock().unwrap_or_else(PoisonError::into_inner) = Some(Rollback {
-        from: candidate.digest().to_owned(),
-        to: previous.digest().to_owned(),
-        reason: reason.clone(),
-    });
-    ctx.swap.changed();
-    tracing::error!(
-        module = ctx.module_name,
-        from = candidate.digest(),
-        to = previous.digest(),
-        failed_parents = failed.failed.len(),
-        canary,
-        reason,
-        "module version rolled back"
-    );
-    roll_out(ctx.clone(), None);
-}
-
-/// The new version must reconcile the same parent kind: the controller
-/// and its parent cache are set up for it. Its owned and read kinds may
-/// change; their watches follow.
-fn same_parent(active: &Manifest, candidate: &Manifest) -> Result<(), String> {
-    let describe = |k: &KindInfo| format!("{}/{}/{}", k.group, k.version, k.kind);
-    let key = |k: &KindInfo| (k.group.clone(), k.version.clone(), k.kind.clone(), k.plural.clone(), k.namespaced);
-    if key(&active.parent) != key(&candidate.parent) {
-        return Err(format!(
-            "it reconciles {}, not {}: a module keeps its parent kind (run another module for another kind)",
-            describe(&candidate.parent),
-            describe(&active.parent)
-        ));
-    }
-    Ok(())
-}
-
-/// The new version must write under the same field manager: the fields
-/// the serving version applied stay that manager's, so under another one
-/// they would never be removed, and each would conflict with the new.
-fn same_field_manager(active: &Manifest, candidate: &Manifest) -> Result<(), String> {
-    if active.field_manager != candidate.field_manager {
-        return Err(format!(
-            "it writes as field manager {:?}, not {:?}: a module keeps its field manager (what the serving version \
-             applied stays owned by it)",
-            candidate.field_manager, active.field_manager
-        ));
-    }
-    Ok(())
-}
-
 /// The swap's plan over every cached parent, which is its dry run: a
 /// parent the active version reconciles must not fail with the candidate
 /// (beyond the allowed count).
@@ -481,79 +295,4 @@ fn dry_run(ctx: &Context, active: &Serving, candidate: &Serving) -> Result<SwapP
         ));
     }
     Ok(plan)
-}
-
-/// Reconciles every parent again (those `only` picks, when given), at most
-/// `rollout_per_second` a second, so the new desired state rolls out
-/// without a burst of writes.
-pub(super) fn roll_out(ctx: Arc<Context>, only: Option<Canary>) {
-    tokio::spawn(async move {
-        let per_second = ctx.swap_policy.rollout_per_second.max(1);
-        let pause = Duration::from_secs(1) / per_second;
-        for parent in ctx.parents.state() {
-            let Some(namespace) = parent.namespace() else { continue };
-            if only.as_ref().is_some_and(|canary| !canary.selects(&parent)) {
-                continue;
-            }
-            let reference =
-                ObjectRef::new_with(&parent.name_any(), ctx.parent_kind.resource.clone()).within(&namespace);
-            if ctx.requeue.send(reference).is_err() {
-                return;
-            }
-            tokio::time::sleep(pause).await;
-        }
-    });
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn kind(group: &str, kind: &str) -> KindInfo {
-        KindInfo {
-            group: group.into(),
-            version: "v1".into(),
-            kind: kind.into(),
-            plural: format!("{}s", kind.to_lowercase()),
-            namespaced: true,
-        }
-    }
-
-    fn manifest(parent: KindInfo, owned: Vec<KindInfo>) -> Manifest {
-        Manifest {
-            name: "m".into(),
-            version: "1.0.0".into(),
-            parent,
-            crd: String::new(),
-            owned,
-            reads: vec![kind("", "Secret")],
-            field_manager: "m".into(),
-            event_reporter: "m".into(),
-        }
-    }
-
-    #[test]
-    fn a_new_version_keeps_its_parent_kind_and_may_change_the_others() {
-        let active = manifest(kind("x.io", "Widget"), vec![kind("", "ConfigMap"), kind("apps", "Deployment")]);
-        let reordered = manifest(kind("x.io", "Widget"), vec![kind("apps", "Deployment"), kind("", "ConfigMap")]);
-        assert_eq!(same_parent(&active, &reordered), Ok(()));
-        let fewer_owned = manifest(kind("x.io", "Widget"), vec![kind("", "ConfigMap")]);
-        assert_eq!(same_parent(&active, &fewer_owned), Ok(()));
-
-        let other_parent = manifest(kind("x.io", "Gadget"), active.owned.clone());
-        let error = same_parent(&active, &other_parent).expect_err("another parent kind");
-        assert!(error.starts_with("it reconciles x.io/v1/Gadget, not x.io/v1/Widget"), "{error}");
-        let mut cluster_scoped = kind("x.io", "Widget");
-        cluster_scoped.namespaced = false;
-        assert!(same_parent(&active, &manifest(cluster_scoped, active.owned.clone())).is_err());
-    }
-
-    #[test]
-    fn a_new_version_keeps_its_field_manager() {
-        let active = manifest(kind("x.io", "Widget"), vec![kind("", "ConfigMap")]);
-        assert_eq!(same_field_manager(&active, &active.clone()), Ok(()));
-        let renamed = Manifest { field_manager: "other".into(), ..active.clone() };
-        let error = same_field_manager(&active, &renamed).expect_err("another field manager");
-        assert!(error.starts_with(r#"it writes as field manager "other", not "m""#), "{error}");
-    }
 }

@@ -6,6 +6,8 @@
 
 pub mod hot_swap;
 pub mod logic_modules;
+pub mod precheck;
+pub mod probation;
 pub mod rollout;
 pub mod serving;
 pub mod shadow;

@@ -9,7 +9,7 @@ use std::time::SystemTime;
 use kube::Resource;
 
 use crate::operator::context::Context;
-use crate::operator::swapping::hot_swap::roll_out;
+use crate::operator::swapping::probation::roll_out;
 use crate::operator::swapping::serving::Serving;
 use crate::operator::swapping::shadow::{DIFFERENCES_LISTED, EndedShadow, Shadow, ShadowDifference};
 use crate::operator::swapping::swap_plan::plan_parent;

@@ -44,7 +44,8 @@ use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::watch;
 
 use crate::operator::context::Context;
-use crate::operator::swapping::hot_swap::{self, Offered, Prechecked};
+use crate::operator::swapping::hot_swap::{self, Offered};
+use crate::operator::swapping::precheck::Prechecked;
 use crate::operator::swapping::rollout::SwapPlan;
 use crate::operator::swapping::swap_state::{Refusal, Rollback, SwapState};
 use crate::runtime::logic_module::{LogicModule, ModuleSource};

@@ -13,7 +13,7 @@ use kube::api::DynamicObject;
 use super::resource::{ShadowSpec, ShadowStatus, rfc3339, spec_of, status_of};
 use super::{Follower, fetch_reason, object_reference};
 use crate::operator::context::Context;
-use crate::operator::swapping::hot_swap::Prechecked;
+use crate::operator::swapping::precheck::Prechecked;
 use crate::operator::swapping::shadow_run;
 use crate::runtime::logic_module::ModuleSource;
 use crate::runtime::oci::Pulled;
