@@ -1,208 +1,38 @@
 //! Starting the operator: each module prepared on the shared caches, the
 //! LogicModule followers, the endpoints, leader election, then one
-//! controller per module until shutdown or a lost lease.
+//! controller per module until shutdown or a lost lease. Each module's
+//! identity is checked first (`run/identities.rs`), then the module is set
+//! up on the caches, and taken over on becoming the leader
+//! (`run/prepared.rs`).
+
+mod identities;
+mod prepared;
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use arc_swap::ArcSwap;
 use kube::Client;
 use kube::runtime::reflector;
-use kube::runtime::reflector::ObjectRef;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 
 use crate::operator::context::Context;
 use crate::operator::controller::controller_for;
 use crate::operator::endpoints::http;
 use crate::operator::endpoints::metrics::Metrics;
 use crate::operator::errors::OperatorError;
-use crate::operator::identity::ModuleClient;
 use crate::operator::leader::LeaderElection;
 use crate::operator::reconciling::backoff::Backoff;
-use crate::operator::swapping::serving::Serving;
-use crate::operator::swapping::swap_state::{self, SwapState};
+use crate::operator::swapping::swap_state;
 use crate::operator::swapping::{hot_swap, logic_modules, probation};
-use crate::operator::watching::cached_object::CachedObject;
-use crate::operator::watching::caches::{CacheEvents, Caches};
-use crate::operator::watching::own_writes::OwnWrites;
-use crate::operator::watching::references::ReferenceIndex;
-use crate::operator::watching::triggers::{Triggers, Wakes};
+use crate::operator::watching::caches::Caches;
 use crate::operator::writing::events;
 use crate::operator::writing::status_memo::StatusMemo;
 use crate::operator::{Options, recording};
-use crate::planning::kinds::Kind;
 use crate::runtime::call_pool::CallPool;
-use crate::runtime::logic_module::LogicModule;
 use crate::runtime::slot::ModuleSlot;
-
-/// One module, set up: the version it starts on with its caches
-/// subscribed, its triggers.
-struct Prepared {
-    slot: ModuleSlot,
-    swap: Arc<SwapState>,
-    name: String,
-    parent_kind: Kind,
-    serving: Arc<ArcSwap<Serving>>,
-    triggers: Arc<dyn CacheEvents>,
-    /// Opened when its controller starts (the replica leads).
-    wakes: Arc<Wakes>,
-    references: Arc<ReferenceIndex>,
-    own_writes: Arc<OwnWrites>,
-    requeue: mpsc::UnboundedSender<ObjectRef<CachedObject>>,
-    parents: mpsc::UnboundedReceiver<ObjectRef<CachedObject>>,
-    everything: mpsc::UnboundedReceiver<()>,
-    /// Set on taking over a version on probation: the version to roll back
-    /// to (its caches listed) and when the window closes.
-    resumed_probation: Option<(Arc<Serving>, std::time::SystemTime)>,
-    /// Who its writes are made as, already checked against its manifest.
-    identity: ModuleClient,
-}
-
-fn prepare(
-    slot: ModuleSlot,
-    identity: ModuleClient,
-    caches: &Caches,
-    metrics: &Arc<Metrics>,
-) -> Result<Prepared, OperatorError> {
-    let module = slot.current();
-    let name = module.name().to_owned();
-    let kinds_error = |source| OperatorError::Kinds { module: name.clone(), source };
-    let parent_kind = Kind::from_info(&module.manifest().parent).map_err(kinds_error)?;
-    let serving = Arc::new(ArcSwap::from_pointee(Serving::new(module.clone(), caches).map_err(kinds_error)?));
-    let references = Arc::new(ReferenceIndex::default());
-    let own_writes = Arc::new(OwnWrites::default());
-    let (parents_tx, parents) = mpsc::unbounded_channel();
-    let (everything_tx, everything) = mpsc::unbounded_channel();
-    let swap = Arc::new(SwapState::new(metrics.for_module(&name)));
-    let wakes = Arc::new(Wakes::closed(parents_tx.clone(), everything_tx));
-    let triggers: Arc<dyn CacheEvents> = Arc::new(Triggers {
-        parent: parent_kind.clone(),
-        serving: serving.clone(),
-        references: references.clone(),
-        own_writes: own_writes.clone(),
-        wakes: wakes.clone(),
-        swap: swap.clone(),
-    });
-    let started = serving.load_full();
-    started.subscribe(&triggers);
-    tracing::info!(
-        module = name,
-        version = module.manifest().version,
-        digest = module.digest(),
-        parent = parent_kind.resource.api_version.clone() + "/" + parent_kind.name(),
-        owned = ?started.owned_kinds.iter().map(Kind::name).collect::<Vec<_>>(),
-        reads = ?started.reads.iter().map(|c| c.kind.name()).collect::<Vec<_>>(),
-        "module loaded"
-    );
-    // The version it starts on is kept compiled too: going back to it costs nothing.
-    swap.remember(module.clone());
-    Ok(Prepared {
-        slot,
-        swap,
-        name,
-        parent_kind,
-        serving,
-        triggers,
-        wakes,
-        references,
-        own_writes,
-        requeue: parents_tx,
-        parents,
-        everything,
-        resumed_probation: None,
-        identity,
-    })
-}
-
-/// Each module's client for its writes, once its identity is known to be
-/// allowed all its manifest claims: a module that is not is refused here,
-/// before anything is watched.
-async fn identities(
-    client: &Client,
-    modules: &[ModuleSlot],
-    options: &Options,
-) -> Result<Vec<ModuleClient>, OperatorError> {
-    let mut identities = Vec::with_capacity(modules.len());
-    for slot in modules {
-        let module = slot.current();
-        let identity = options.module_identity.client_for(client, module.name(), options.namespace.as_deref())?;
-        check_when_reachable(&identity, &module).await?;
-        if let Some(user) = &identity.user {
-            tracing::info!(module = module.name(), user, "the module's writes are made as its ServiceAccount");
-        }
-        identities.push(identity);
-    }
-    Ok(identities)
-}
-
-/// The check of what the module's identity may do, asked again while the
-/// API server cannot answer (restarting, unreachable, overloaded), for as
-/// long as it takes a control plane to restart: an operator started
-/// meanwhile waits for it, as its watches and the Lease do, instead of
-/// exiting at once (make soak saw it crash-loop through every restart).
-///
-/// A denial is asked again too, for a few seconds: an API server that has
-/// just restarted answers 403 until its authorizer's caches are filled
-/// (make soak saw a replica refused its module so), and a module that truly
-/// may not is refused that much later.
-async fn check_when_reachable(identity: &ModuleClient, module: &LogicModule) -> Result<(), OperatorError> {
-    let started = Instant::now();
-    let mut delay = Duration::from_millis(250);
-    loop {
-        let error = match identity.check(module).await {
-            Ok(()) => return Ok(()),
-            Err(error) => error,
-        };
-        let transient = error.is_transient();
-        let limit = if transient { UNREACHABLE_AT_START } else { DENIED_AT_START };
-        if started.elapsed() + delay >= limit {
-            return Err(OperatorError::Access { module: module.name().to_owned(), source: error });
-        }
-        let retry_in_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
-        if transient {
-            tracing::warn!(
-                module = module.name(),
-                error = %error,
-                retry_in_ms,
-                "cannot ask the API server what the module may do yet; asking again"
-            );
-        } else {
-            // What it may not do is said once, when it is final.
-            tracing::warn!(
-                module = module.name(),
-                retry_in_ms,
-                "the API server denies what the module needs; asking again, in case its authorizer is still starting"
-            );
-        }
-        tokio::time::sleep(delay).await;
-        delay = (delay * 2).min(Duration::from_secs(5));
-    }
-}
-
-/// How long a starting operator waits for an API server that cannot answer.
-const UNREACHABLE_AT_START: Duration = Duration::from_secs(120);
-
-/// How long a starting operator asks again after a denial.
-const DENIED_AT_START: Duration = Duration::from_secs(8);
-
-/// Two modules reconciling one parent kind would fight over its children.
-fn one_module_per_parent(prepared: &[Prepared]) -> Result<(), OperatorError> {
-    for (i, first) in prepared.iter().enumerate() {
-        let parent = &first.parent_kind;
-        if let Some(second) = prepared[i + 1..]
-            .iter()
-            .find(|p| p.parent_kind.resource.group == parent.resource.group && p.parent_kind.name() == parent.name())
-        {
-            return Err(OperatorError::SameParent {
-                kind: format!("{}/{}", parent.resource.group, parent.name()),
-                first: first.name.clone(),
-                second: second.name.clone(),
-            });
-        }
-    }
-    Ok(())
-}
+use identities::identities;
+use prepared::{Prepared, one_module_per_parent, prepare, take_over};
 
 /// How long a stopping operator waits for its queued events to be written.
 const EVENTS_AT_SHUTDOWN: Duration = Duration::from_secs(5);
@@ -420,65 +250,6 @@ pub async fn run(
     shutdown_requested.abort();
     tracing::info!("stopped");
     outcome
-}
-
-/// On becoming the leader, before any reconcile: the module serves the
-/// version the previous leader served when this replica holds it compiled
-/// (`SwapState::take_over`), with its kinds' caches listed first (if they
-/// cannot be listed in time it keeps the version it started on); and when
-/// that version is on probation, the version to roll back to is made ready
-/// the same way.
-async fn take_over(prepared: &mut Prepared, caches: &Caches, sync_timeout: Duration) {
-    let started = prepared.serving.load_full();
-    let previous = prepared.swap.take_over(&prepared.slot);
-    let module = prepared.slot.current();
-    if module.digest() != started.module.digest() {
-        match listed(module.clone(), caches, &prepared.triggers, sync_timeout).await {
-            Ok(serving) => {
-                prepared.serving.store(serving);
-            }
-            Err(error) => {
-                tracing::error!(
-                    module = prepared.name,
-                    digest = module.digest(),
-                    error,
-                    "cannot serve the previous leader's version; serving the one this replica started on"
-                );
-                prepared.slot.swap(started.module.clone());
-                return;
-            }
-        }
-    }
-    let Some(previous) = previous else { return };
-    let rollback_target = if previous.module.digest() == started.module.digest() {
-        Ok(started)
-    } else {
-        listed(previous.module.clone(), caches, &prepared.triggers, sync_timeout).await
-    };
-    match rollback_target {
-        Ok(serving) => prepared.resumed_probation = Some((serving, previous.until)),
-        Err(error) => {
-            tracing::warn!(
-                module = prepared.name,
-                digest = previous.module.digest(),
-                error,
-                "cannot ready the version to roll back to; no rollback window"
-            )
-        }
-    }
-}
-
-/// `module` with the caches of its kinds subscribed and listed.
-async fn listed(
-    module: Arc<LogicModule>,
-    caches: &Caches,
-    triggers: &Arc<dyn CacheEvents>,
-    sync_timeout: Duration,
-) -> Result<Arc<Serving>, String> {
-    let serving = Serving::new(module, caches).map_err(|error| error.to_string())?;
-    serving.subscribe(triggers);
-    serving.wait_until_known(sync_timeout).await?;
-    Ok(Arc::new(serving))
 }
 
 /// Aborts a task when dropped.
