@@ -3,23 +3,26 @@
 //! each on a fresh instance in its own store, so a trap, a timeout or a
 //! memory blow-up poisons nothing that outlives the call.
 
+mod code;
+mod manifest_check;
+
 use std::path::Path;
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 use sha2::{Digest, Sha256};
 use wasmtime::Engine;
-use wasmtime::component::{Component, ComponentExportIndex, InstancePre, Linker};
+use wasmtime::component::{Component, InstancePre};
 
-use super::bindings::exports::wasm_operator::controller::{reconciler as wit, writes};
-use super::bindings::{self, KindInfo, Manifest, WriteModel};
-use super::call_error::{CallError, CallResult, failure};
-use super::call_state::{CallState, call_store};
+use super::bindings::{Manifest, WriteModel};
+use super::call_error::{CallError, CallResult};
+use super::call_state::CallState;
 use super::compiler::{CompileError, OutOfProcess, Tier, millis};
-use super::contract::{self, CONTRACT_VERSION, Checked, ContractError, WRITES};
+use super::contract::ContractError;
 use super::engine::ModuleEngine;
 use super::reconciler::Reconciler;
-use super::wasi;
+use code::{Code, LinkError};
+use manifest_check::{check_manifest, empty_manifest};
 
 /// Where a module came from, for every message about it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -87,6 +90,14 @@ impl LoadError {
             _ => "LoadFailed",
         }
     }
+
+    /// Why `source`'s component could not be linked.
+    fn linking(source: &ModuleSource, error: LinkError) -> Self {
+        match error {
+            LinkError::Contract(error) => LoadError::Contract { source_name: source.clone(), error },
+            LinkError::Link(error) => LoadError::Link { source_name: source.clone(), error },
+        }
+    }
 }
 
 /// A loaded logic module, ready to instantiate. Cheap to share behind an `Arc`.
@@ -109,62 +120,6 @@ pub struct LogicModule {
     /// How the host writes its answers (`writes`, 1.2; `replace` for a
     /// module that exports none).
     write_model: WriteModel,
-}
-
-/// A version's compiled code, pre-linked, and where its exports are.
-struct Code {
-    instance_pre: InstancePre<CallState>,
-    indices: wit::GuestIndices,
-    /// `writes` (1.2), when the module exports it.
-    writes: Option<writes::GuestIndices>,
-    /// `desired` and `status`, called through [`BoundedTexts`] and
-    /// [`BoundedText`] (`answer.rs`) rather than the bindings' own types.
-    desired_export: ComponentExportIndex,
-    status_export: ComponentExportIndex,
-    tier: Tier,
-}
-
-impl Code {
-    /// `component` checked against the contract and linked.
-    fn link(component: &Component, source: &ModuleSource, tier: Tier) -> Result<(Self, Checked), LoadError> {
-        let engine = component.engine();
-        let checked = contract::check(engine, component)
-            .map_err(|error| LoadError::Contract { source_name: source.clone(), error })?;
-        let mut linker: Linker<CallState> = Linker::new(engine);
-        if checked.imports_wasi {
-            wasi::link(&mut linker).map_err(|error| LoadError::Link { source_name: source.clone(), error })?;
-        }
-        if checked.imports_log {
-            bindings::wasm_operator::controller::log::add_to_linker::<CallState, wasmtime::component::HasSelf<CallState>>(
-                &mut linker,
-                |state| state,
-            )
-            .map_err(|error| LoadError::Link { source_name: source.clone(), error })?;
-        }
-        let instance_pre = linker
-            .instantiate_pre(component)
-            .map_err(|error| LoadError::Link { source_name: source.clone(), error })?;
-        let indices = wit::GuestIndices::new(&instance_pre)
-            .map_err(|error| LoadError::Link { source_name: source.clone(), error })?;
-        // Absent from 1.0 and 1.1 modules; present but not as the contract
-        // says, the module is refused.
-        let writes = match component.get_export_index(None, format!("{WRITES}@{CONTRACT_VERSION}").as_str()) {
-            None => None,
-            Some(_) => Some(
-                writes::GuestIndices::new(&instance_pre)
-                    .map_err(|error| LoadError::Link { source_name: source.clone(), error })?,
-            ),
-        };
-        let export = |name: &str| {
-            let interface = component.get_export_index(None, &checked.export);
-            component.get_export_index(interface.as_ref(), name).ok_or_else(|| LoadError::Link {
-                source_name: source.clone(),
-                error: wasmtime::Error::msg(format!("{} exports no {name}", checked.export)),
-            })
-        };
-        let (desired_export, status_export) = (export("desired")?, export("status")?);
-        Ok((Self { instance_pre, indices, writes, desired_export, status_export, tier }, checked))
-    }
 }
 
 impl std::fmt::Debug for LogicModule {
@@ -313,7 +268,9 @@ impl LogicModule {
             drop(bytes);
             let optimized = compiled
                 .map_err(|error| LoadError::CompileOutOfProcess { source_name: source.clone(), error })
-                .and_then(|component| Code::link(&component, &source, Tier::Optimized));
+                .and_then(|component| {
+                    Code::link(&component, Tier::Optimized).map_err(|error| LoadError::linking(&source, error))
+                });
             // Dropped meanwhile (refused, replaced): the cache keeps the code.
             let Some(slot) = slot.upgrade() else { return };
             match optimized {
@@ -339,7 +296,7 @@ impl LogicModule {
         component: &Component,
         tier: Tier,
     ) -> Result<Self, LoadError> {
-        let (code, checked) = Code::link(component, &source, tier)?;
+        let (code, checked) = Code::link(component, tier).map_err(|error| LoadError::linking(&source, error))?;
         let mut module = Self {
             engine: engine.clone(),
             source,
@@ -436,66 +393,15 @@ impl LogicModule {
 
     /// The pre-linked component (its code now), for hosts binding more of
     /// its exports (`memcached-operator`'s typed interface); a store for it
-    /// comes from [`call_store`] on its engine.
+    /// comes from [`call_store`](super::call_state::call_store) on its engine.
     pub fn instance_pre(&self) -> InstancePre<CallState> {
         self.code.load().instance_pre.clone()
     }
 
     /// A fresh instance of the reconciler, in its own store.
     pub fn reconciler(&self) -> CallResult<Reconciler> {
-        let code = self.code.load();
-        let mut store = call_store(code.instance_pre.engine());
-        let instance = code.instance_pre.instantiate(&mut store).map_err(|error| failure(&store, error))?;
-        let guest = code.indices.load(&mut store, &instance).map_err(|error| failure(&store, error))?;
-        let writes = match &code.writes {
-            Some(indices) => Some(indices.load(&mut store, &instance).map_err(|error| failure(&store, error))?),
-            None => None,
-        };
-        let exports = (code.desired_export, code.status_export);
-        Ok(Reconciler::new(store, guest, writes, instance, exports, self.imports_wasi))
+        self.code.load().reconciler(self.imports_wasi)
     }
-}
-
-fn empty_kind() -> KindInfo {
-    KindInfo {
-        group: String::new(),
-        version: String::new(),
-        kind: String::new(),
-        plural: String::new(),
-        namespaced: true,
-    }
-}
-
-fn empty_manifest() -> Manifest {
-    Manifest {
-        name: String::new(),
-        version: String::new(),
-        parent: empty_kind(),
-        crd: String::new(),
-        owned: Vec::new(),
-        reads: Vec::new(),
-        field_manager: String::new(),
-        event_reporter: String::new(),
-    }
-}
-
-/// What the host relies on in a manifest.
-fn check_manifest(manifest: &Manifest) -> Result<(), String> {
-    if manifest.name.is_empty() {
-        return Err("name is empty".into());
-    }
-    let kinds = std::iter::once(("parent", &manifest.parent))
-        .chain(manifest.owned.iter().map(|k| ("owned", k)))
-        .chain(manifest.reads.iter().map(|k| ("reads", k)));
-    for (field, kind) in kinds {
-        if kind.version.is_empty() || kind.kind.is_empty() || kind.plural.is_empty() {
-            return Err(format!("{field}: a kind needs version, kind and plural (got {kind:?})"));
-        }
-    }
-    if manifest.owned.is_empty() {
-        return Err("owned names no kinds".into());
-    }
-    super::crd_check::check(&manifest.crd, &manifest.parent)
 }
 
 #[cfg(test)]

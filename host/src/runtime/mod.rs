@@ -13,7 +13,9 @@
 //! - `compiler`: new versions compiled by a child process under a memory
 //!   bound and a deadline, into an on-disk cache the operator maps; in
 //!   tiers, baseline code first and optimized code in the background.
-//! - `logic_module`: a loaded module (digest, manifest, `InstancePre`).
+//! - `logic_module`: a loaded module (digest, manifest, `InstancePre`): its
+//!   code checked against the contract and linked (`logic_module/code.rs`),
+//!   what the host relies on in its manifest (`logic_module/manifest_check.rs`).
 //! - `reconciler`: one instance and its calls; `call_state`: what a call's
 //!   store carries (limits, the module's log, WASI); `call_error`: how a
 //!   call fails; `call_pool`: where calls run (off the async workers,

@@ -1,0 +1,84 @@
+//! A version's compiled code: checked against the contract, linked
+//! (`InstancePre`), with where its exports are; and a fresh instance of it
+//! in its own store for each call.
+
+use wasmtime::component::{Component, ComponentExportIndex, InstancePre, Linker};
+
+use crate::runtime::bindings;
+use crate::runtime::bindings::exports::wasm_operator::controller::{reconciler as wit, writes};
+use crate::runtime::call_error::{CallResult, failure};
+use crate::runtime::call_state::{CallState, call_store};
+use crate::runtime::compiler::Tier;
+use crate::runtime::contract::{self, CONTRACT_VERSION, Checked, ContractError, WRITES};
+use crate::runtime::reconciler::Reconciler;
+use crate::runtime::wasi;
+
+/// Why a component could not be linked.
+#[derive(Debug)]
+pub(super) enum LinkError {
+    /// It does not honour the contract.
+    Contract(ContractError),
+    /// Its imports or exports do not match what the host links.
+    Link(wasmtime::Error),
+}
+
+/// A version's compiled code, pre-linked, and where its exports are.
+pub(super) struct Code {
+    pub(super) instance_pre: InstancePre<CallState>,
+    indices: wit::GuestIndices,
+    /// `writes` (1.2), when the module exports it.
+    writes: Option<writes::GuestIndices>,
+    /// `desired` and `status`, called through [`BoundedTexts`] and
+    /// [`BoundedText`] (`answer.rs`) rather than the bindings' own types.
+    desired_export: ComponentExportIndex,
+    status_export: ComponentExportIndex,
+    pub(super) tier: Tier,
+}
+
+impl Code {
+    /// `component` checked against the contract and linked.
+    pub(super) fn link(component: &Component, tier: Tier) -> Result<(Self, Checked), LinkError> {
+        let engine = component.engine();
+        let checked = contract::check(engine, component).map_err(LinkError::Contract)?;
+        let mut linker: Linker<CallState> = Linker::new(engine);
+        if checked.imports_wasi {
+            wasi::link(&mut linker).map_err(LinkError::Link)?;
+        }
+        if checked.imports_log {
+            bindings::wasm_operator::controller::log::add_to_linker::<CallState, wasmtime::component::HasSelf<CallState>>(
+                &mut linker,
+                |state| state,
+            )
+            .map_err(LinkError::Link)?;
+        }
+        let instance_pre = linker.instantiate_pre(component).map_err(LinkError::Link)?;
+        let indices = wit::GuestIndices::new(&instance_pre).map_err(LinkError::Link)?;
+        // Absent from 1.0 and 1.1 modules; present but not as the contract
+        // says, the module is refused.
+        let writes = match component.get_export_index(None, format!("{WRITES}@{CONTRACT_VERSION}").as_str()) {
+            None => None,
+            Some(_) => Some(writes::GuestIndices::new(&instance_pre).map_err(LinkError::Link)?),
+        };
+        let export = |name: &str| {
+            let interface = component.get_export_index(None, &checked.export);
+            component
+                .get_export_index(interface.as_ref(), name)
+                .ok_or_else(|| LinkError::Link(wasmtime::Error::msg(format!("{} exports no {name}", checked.export))))
+        };
+        let (desired_export, status_export) = (export("desired")?, export("status")?);
+        Ok((Self { instance_pre, indices, writes, desired_export, status_export, tier }, checked))
+    }
+
+    /// A fresh instance of the reconciler, in its own store.
+    pub(super) fn reconciler(&self, imports_wasi: bool) -> CallResult<Reconciler> {
+        let mut store = call_store(self.instance_pre.engine());
+        let instance = self.instance_pre.instantiate(&mut store).map_err(|error| failure(&store, error))?;
+        let guest = self.indices.load(&mut store, &instance).map_err(|error| failure(&store, error))?;
+        let writes = match &self.writes {
+            Some(indices) => Some(indices.load(&mut store, &instance).map_err(|error| failure(&store, error))?),
+            None => None,
+        };
+        let exports = (self.desired_export, self.status_export);
+        Ok(Reconciler::new(store, guest, writes, instance, exports, imports_wasi))
+    }
+}
