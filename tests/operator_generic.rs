@@ -493,3 +493,55 @@ async fn a_module_written_in_typescript_is_reconciled_by_the_same_host() {
     assert_eq!(ready(&recovered)["status"], "True", "{recovered}");
     operator.stop().await.expect("a clean stop");
 }
+
+/// A controller written in steps (the Greeting's steps build: each
+/// audience's ConfigMap once the one before it exists) reaches its end
+/// state in one go, though its own writes' echoes wake nothing and the
+/// resync is an hour away: after a reconcile that wrote, the host
+/// reconciles again once every written object is in its caches. One that
+/// never settles (the message `forever` counts up at every reconcile) is
+/// stopped after 10 steps in a row, with a `NotSettling` event, the
+/// condition `Stalled` (reason `NotSettling`) and the metric, and writes
+/// nothing more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_controller_written_in_steps_converges_without_the_resync_and_one_that_never_settles_is_stopped() {
+    let ns = TestNamespace::new("steps").await;
+    let module = module_file("greeting-steps.wasm");
+    install_crd(ns.plane, &module).await;
+    let greetings = Greetings { ns: &ns };
+    let operator = Running::start(ns.plane, module, options(&ns.namespace)).await;
+    let started = std::time::Instant::now();
+    greetings.create("chain", json!({"message": "hi", "audiences": ["a", "b", "c", "d"]})).await;
+    eventually_within(std::time::Duration::from_secs(20), "the last step's ConfigMap", || async {
+        greetings.configmap("chain-d").await
+    })
+    .await;
+    let took = started.elapsed();
+    let steps = |outcome: &str| {
+        operator.metric("wasm_operator_reconcile_steps_total", &format!("module=\"greeting\",outcome=\"{outcome}\""))
+    };
+    assert!(steps("continued") >= 4, "four steps after the first reconcile: {}", steps("continued"));
+    greetings.wait_phase("chain", "Published in ConfigMap chain, chain-a, chain-b, chain-c, chain-d").await;
+    println!("five ConfigMaps, one per step, in {took:?}");
+
+    let mark = ns.plane.audit_mark().expect("the audit log");
+    greetings.create("spinner", json!({"message": "forever"})).await;
+    greetings.wait_event("NotSettling", "10 reconciles in a row").await;
+    let status = greetings.wait_status("spinner", |s| stalled(s).is_some_and(|c| c["reason"] == "NotSettling")).await;
+    assert_eq!(stalled(&status).map(|c| c["status"].clone()), Some(json!("True")), "{status}");
+    assert_eq!(steps("stopped"), 1);
+    // The tenth step wrote the tenth count, and nothing follows it.
+    let counter = greetings.wait_configmap("spinner-count", |data| data["count"] == "10").await;
+    let counted = ns
+        .operator_writes(mark)
+        .await
+        .into_iter()
+        .filter(|w| w.resource.as_deref() == Some("configmaps") && w.name.as_deref() == Some("spinner-count"))
+        .count();
+    assert_eq!(counted, 10, "one write per step");
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    let now = greetings.configmap("spinner-count").await.expect("the counter");
+    assert_eq!(now.data["data"]["count"], "10", "no step after the tenth");
+    assert_eq!(now.metadata.resource_version, counter.metadata.resource_version);
+    operator.stop().await.expect("a clean stop");
+}

@@ -168,6 +168,13 @@ impl Context {
         result
     }
 
+    /// Queues the parent `namespace/name` for another reconcile (as a
+    /// change: it goes before the start-up pass and the resync).
+    pub(super) fn reconcile_again(&self, namespace: &str, name: &str) {
+        let parent = ObjectRef::new_with(name, self.parent_kind.resource.clone()).within(namespace);
+        let _ = self.requeue.send(parent);
+    }
+
     /// Drops what is kept per parent (referenced objects, last status,
     /// retry delay) once the parent is gone.
     pub(super) fn forget(&self, parent: &ParentKey) {
@@ -201,8 +208,7 @@ impl WriteInFlight<'_> {
     fn settled(&mut self, held: own_writes::Held) {
         self.answered = true;
         if held == own_writes::Held::OtherChanges {
-            let parent = ObjectRef::new_with(self.parent, self.ctx.parent_kind.resource.clone()).within(&self.id.1);
-            let _ = self.ctx.requeue.send(parent);
+            self.ctx.reconcile_again(&self.id.1, self.parent);
         }
     }
 }

@@ -99,6 +99,13 @@ pub struct HeapLabels {
     pub state: &'static str,
 }
 
+/// `continued` (a reconcile woken as the next step) or `stopped`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StepLabels {
+    pub module: String,
+    pub outcome: &'static str,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RequestLabels {
     pub verb: &'static str,
@@ -113,6 +120,7 @@ pub struct Metrics {
     pub writes: Family<WriteLabels, Counter>,
     pub conflicts_retried: Family<KindLabels, Counter>,
     pub apply_conflicts: Family<KindLabels, Counter>,
+    pub reconcile_steps: Family<StepLabels, Counter>,
     pub module_call_duration: HistogramFamily<FunctionLabels>,
     pub module_calls_in_flight: Family<NameLabels, Gauge>,
     pub module_failures: Family<FailureLabels, Counter>,
@@ -184,6 +192,12 @@ impl Default for Metrics {
             "apply_conflicts",
             "Server-side applies that took over fields another field manager had set, by module and kind",
             apply_conflicts.clone(),
+        );
+        let reconcile_steps = Family::<StepLabels, Counter>::default();
+        registry.register(
+            "reconcile_steps",
+            "Reconciles woken once every write of the one before had landed (the next step of a controller written in steps: continued), and chains of them stopped after 10 in a row (stopped), by module",
+            reconcile_steps.clone(),
         );
         let module_call_duration: HistogramFamily<FunctionLabels> = Family::new_with_constructor(module_histogram);
         registry.register(
@@ -296,6 +310,7 @@ impl Default for Metrics {
             writes,
             conflicts_retried,
             apply_conflicts,
+            reconcile_steps,
             module_call_duration,
             module_calls_in_flight,
             module_failures,
@@ -457,6 +472,13 @@ impl ModuleMetrics {
     pub fn apply_conflicted(&self, kind: &str) {
         let labels = KindLabels { module: self.module.clone(), kind: kind.to_owned() };
         self.metrics.apply_conflicts.get_or_create(&labels).inc();
+    }
+
+    /// A reconcile woken as the next step (`continued`), or a chain of
+    /// them stopped (`stopped`).
+    pub fn reconcile_step(&self, outcome: &'static str) {
+        let labels = StepLabels { module: self.module.clone(), outcome };
+        self.metrics.reconcile_steps.get_or_create(&labels).inc();
     }
 
     /// A call into the module started (`+1`) or ended (`-1`).

@@ -23,10 +23,12 @@ use crate::operator::swapping::serving::Serving;
 use crate::operator::swapping::{hot_swap, shadow_run};
 use crate::operator::watching::cached_object::CachedObject;
 use crate::operator::watching::caches::Availability;
+use crate::operator::watching::own_writes::ObjectId;
+use crate::operator::watching::steps::{self, MAX_STEPS};
 use crate::operator::writing::create_or_update::{Outcome, create_or_update, unchanged};
 use crate::operator::writing::delete_unwanted::delete_unwanted;
 use crate::operator::writing::server_side_apply::server_side_apply;
-use crate::operator::writing::status::{add_fields_taken_over, write_stalled, write_status};
+use crate::operator::writing::status::{add_fields_taken_over, add_not_settling, write_stalled, write_status};
 use crate::planning::field_set::FieldSet;
 use crate::planning::kind_schema::KindSchema;
 use crate::planning::step::{
@@ -115,6 +117,11 @@ async fn reconcile_parent(parent: &CachedObject, ctx: &Context, serving: &Servin
         ctx.forget(&parent_key);
         return Ok(Verdict::Deleting);
     }
+    // A step when every write of the reconcile before has landed.
+    let step = ctx.own_writes.steps.begin(&parent_key);
+    if step > 0 {
+        ctx.metrics.reconcile_step("continued");
+    }
     let parent_json = parent.module_json(&ctx.parent_kind);
     let regarding = parent.object_ref(&ctx.parent_kind.resource);
     let calls = ctx.calls(Calls::Recorded, module, (namespace, name));
@@ -151,7 +158,7 @@ async fn reconcile_parent(parent: &CachedObject, ctx: &Context, serving: &Servin
             return Err(error.into());
         }
     };
-    ctx.references.set(parent_key, related_keys);
+    ctx.references.set(parent_key.clone(), related_keys);
     let view = ParentView {
         serving,
         module,
@@ -170,8 +177,44 @@ async fn reconcile_parent(parent: &CachedObject, ctx: &Context, serving: &Servin
         }
         Answer::Writes { objects, deletes } => {
             let answered = plan.answered.as_deref();
-            apply(ctx, &calls, &view, &regarding, &children, objects, deletes, answered).await?;
+            let last_step = steps::is_last(step);
+            let written =
+                apply(ctx, &calls, &view, &regarding, &children, objects, deletes, answered, last_step).await?;
+            next_step(ctx, &parent_key, &regarding, step, &written).await;
             Ok(Verdict::Applied)
+        }
+    }
+}
+
+/// After a reconcile at `step` that wrote `written`: the next step, as soon
+/// as each written object's event has reached the caches (`watching/steps.rs`);
+/// or, at the last step allowed, a Warning event and no next step.
+async fn next_step(
+    ctx: &Context,
+    parent: &(String, String),
+    regarding: &ObjectReference,
+    step: u32,
+    written: &[ObjectId],
+) {
+    if written.is_empty() {
+        return;
+    }
+    if steps::is_last(step) {
+        ctx.metrics.reconcile_step("stopped");
+        let note = format!(
+            "wrote in {MAX_STEPS} reconciles in a row, each woken by its own writes: the next waits for a change or the resync"
+        );
+        ctx.events.warning(regarding, "NotSettling", note).await;
+        return;
+    }
+    ctx.own_writes.steps.wrote(parent, step, written);
+    // After `wrote`, so that an echo arriving meanwhile is not missed: one
+    // whose echo has come already has landed.
+    for id in written {
+        if !ctx.own_writes.awaiting_echo(id)
+            && let Some((namespace, name)) = ctx.own_writes.steps.landed(id)
+        {
+            ctx.reconcile_again(&namespace, &name);
         }
     }
 }
@@ -242,7 +285,9 @@ async fn invalid_spec(
 
 /// Performs the plan's writes, in the module's order, then the deletions,
 /// then the status from the objects as written. A failed write stops the
-/// writes after it (the status still sees every object).
+/// writes after it (the status still sees every object). The objects it
+/// created or changed; at the `last_step` allowed, their status says the
+/// parent does not settle.
 #[allow(clippy::too_many_arguments)]
 async fn apply(
     ctx: &Context,
@@ -253,7 +298,8 @@ async fn apply(
     objects: Vec<PlannedObject>,
     deletes: Vec<usize>,
     answered: Option<&[String]>,
-) -> Result<(), ReconcileError> {
+    last_step: bool,
+) -> Result<Vec<ObjectId>, ReconcileError> {
     let serving = view.serving;
     // Held as text while the writes wait on the API server: a tree of
     // every desired object is several times its JSON.
@@ -266,6 +312,7 @@ async fn apply(
     let mut failure = None;
     let mut not_served = BTreeSet::new();
     let mut taken_over = Vec::new();
+    let mut changed = Vec::new();
     for (kind_index, child, current, text) in objects {
         let cache = &serving.owned[kind_index];
         let kind = cache.kind.name();
@@ -294,6 +341,9 @@ async fn apply(
         };
         match written {
             Ok(applied) => {
+                if matches!(applied.outcome, Outcome::Created | Outcome::Updated) {
+                    changed.push((cache.kind.id(), view.namespace.to_owned(), child.clone()));
+                }
                 match (applied.outcome, applied.written) {
                     (Outcome::Created, Some(reference)) => {
                         let note = format!("Created {kind} {child}");
@@ -353,26 +403,30 @@ async fn apply(
     };
     let parent = Parent { json: view.json, namespace: view.namespace, uid: view.uid };
     let schema = calls.module().status_schema();
-    let written = match step::status(calls, schema, parent, &owned_now, view.related, step::now(), problem.as_deref()) {
-        Ok(mut status) => {
-            if let Some(desired) = answered {
-                ctx.recorder.record(&recorded(view, Ok(desired), Some(&owned_now), problem.as_deref(), &status));
+    let status_written =
+        match step::status(calls, schema, parent, &owned_now, view.related, step::now(), problem.as_deref()) {
+            Ok(mut status) => {
+                if let Some(desired) = answered {
+                    ctx.recorder.record(&recorded(view, Ok(desired), Some(&owned_now), problem.as_deref(), &status));
+                }
+                if !taken_over.is_empty() {
+                    add_fields_taken_over(&mut status, view.object, &taken_over);
+                }
+                if last_step && !changed.is_empty() {
+                    add_not_settling(&mut status, view.object, MAX_STEPS);
+                }
+                write_status(ctx, view, &status).await
             }
-            if !taken_over.is_empty() {
-                add_fields_taken_over(&mut status, view.object, &taken_over);
-            }
-            write_status(ctx, view, &status).await
-        }
-        Err(error) => Err(error.into()),
-    };
+            Err(error) => Err(error.into()),
+        };
     if let Some(error) = failure {
         ctx.events.warning(regarding, "ReconcileFailed", error.to_string()).await;
         return Err(error);
     }
-    if written? && let Some(problem) = problem {
+    if status_written? && let Some(problem) = problem {
         ctx.events.warning(regarding, "KindNotServed", problem).await;
     }
-    Ok(())
+    Ok(changed)
 }
 
 /// After a conflict: the module's answer for this one object again, by the

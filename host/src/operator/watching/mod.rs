@@ -3,7 +3,8 @@
 //! the owned kinds' merge semantics as
 //! the API server publishes them, the kinds a manifest names, which
 //! parents reference which related objects, and which cache changes wake
-//! which parents (never the echo of a reconcile's own write).
+//! which parents (never the echo of a reconcile's own write, but the next
+//! step of a reconcile once its writes have landed).
 
 pub mod cached_object;
 pub mod caches;
@@ -12,4 +13,5 @@ pub mod managed_fields;
 pub mod objects;
 pub(super) mod own_writes;
 pub mod references;
+pub(super) mod steps;
 pub(super) mod triggers;

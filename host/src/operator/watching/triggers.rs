@@ -94,7 +94,13 @@ impl CacheEvents for Triggers {
         }
         if serving.owns(kind) || canary.is_some_and(|c| c.owns(kind)) {
             let id = (kind.id(), namespace.clone(), object.name_any());
-            if self.own_writes.is_echo(&id, object.resource_version().as_deref()) {
+            // Echo first, then the step: a reconcile ending meanwhile sees
+            // the echo as landed (`reconcile.rs`), so none slips between.
+            let echo = self.own_writes.is_echo(&id, object.resource_version().as_deref());
+            if let Some((namespace, name)) = self.own_writes.steps.landed(&id) {
+                self.reconcile(&namespace, &name);
+            }
+            if echo {
                 return;
             }
             let controller = object

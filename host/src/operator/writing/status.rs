@@ -172,12 +172,28 @@ pub const FIELDS_TAKEN_OVER: &str = "FieldsTakenOver";
 /// fields `taken` names, true since the parent's own condition was, if it
 /// is there already.
 pub fn add_fields_taken_over(status: &mut StatusAnswer, parent: &CachedObject, taken: &[String]) {
+    let message = taken.join("; ");
+    add_condition(status, parent, &Condition { kind: FIELDS_TAKEN_OVER, reason: "ApplyConflict", message: &message });
+}
+
+/// Adds `Stalled=True` (reason `NotSettling`) to `status` (the module's
+/// answer) for a parent whose reconciles wrote at each of `steps` steps
+/// in a row: the host stops waking it by its own writes. The module's next
+/// status without it, when a change or the resync reconciles it, replaces it.
+pub fn add_not_settling(status: &mut StatusAnswer, parent: &CachedObject, steps: u32) {
+    let message = format!(
+        "wrote in {steps} reconciles in a row, each woken by its own writes: the next waits for a change or the resync"
+    );
+    add_condition(status, parent, &Condition { kind: STALLED, reason: "NotSettling", message: &message });
+}
+
+/// Adds `condition` to `status` (the module's answer), true since the
+/// parent's own condition was, if it is there already.
+fn add_condition(status: &mut StatusAnswer, parent: &CachedObject, condition: &Condition<'_>) {
     let Value::Object(members) = &mut status.value else { return };
     let answered = members.get("conditions").and_then(Value::as_array).cloned().unwrap_or_default();
     let earlier = parent.status().get("conditions").and_then(Value::as_array).cloned().unwrap_or_default();
-    let message = taken.join("; ");
-    let condition = Condition { kind: FIELDS_TAKEN_OVER, reason: "ApplyConflict", message: &message };
-    if let Some(conditions) = with_condition(answered, &condition, parent.meta().generation, &status.now, &earlier) {
+    if let Some(conditions) = with_condition(answered, condition, parent.meta().generation, &status.now, &earlier) {
         members.insert("conditions".into(), Value::Array(conditions));
         // The text is what the status memo knows a written status by.
         status.text = status.value.to_string();

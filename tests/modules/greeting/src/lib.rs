@@ -75,6 +75,9 @@ const OWNS_SERVICE_ACCOUNTS: bool = cfg!(feature = "service-account");
 /// Whether this build owns a Secret per Greeting (and reads no Secrets).
 const OWNS_SECRETS: bool = cfg!(feature = "owns-secret");
 
+/// The steps build: a controller written in steps (tests/steps.rs).
+const IN_STEPS: bool = cfg!(feature = "steps");
+
 #[derive(CustomResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "example.c5c3.io",
@@ -239,8 +242,22 @@ impl Reconciler for Greetings {
         };
         let mut objects = vec![configmap(name, message.clone())];
         // The no-audiences build drops them: the operator deletes them.
+        let mut before = name.to_owned();
         for audience in audiences.iter().filter(|_| !cfg!(feature = "no-audiences")) {
-            objects.push(configmap(&format!("{name}-{audience}"), format!("{message}, {audience}")));
+            // In steps: each audience's once the one before it exists.
+            if IN_STEPS && ctx.owned::<ConfigMap>(&before).is_none() {
+                break;
+            }
+            before = format!("{name}-{audience}");
+            objects.push(configmap(&before, format!("{message}, {audience}")));
+        }
+        if IN_STEPS && message == "forever" {
+            // Never settles: one more than it holds, at every step.
+            let counter = format!("{name}-count");
+            let held = ctx.owned::<ConfigMap>(&counter).and_then(|c| c.data?.get("count")?.parse::<u64>().ok());
+            let data = BTreeMap::from([("count".to_owned(), (held.unwrap_or(0) + 1).to_string())]);
+            let object = ConfigMap { metadata: metadata(&counter, name), data: Some(data), ..ConfigMap::default() };
+            objects.push(Object::new(&object).replacing("/data"));
         }
         if OWNS_SERVICE_ACCOUNTS {
             objects.push(Object::new(&ServiceAccount { metadata: metadata(name, name), ..ServiceAccount::default() }));
