@@ -20,6 +20,7 @@ use crate::operator::watching::caches::{CacheEvents, Caches};
 use crate::operator::watching::own_writes;
 use crate::operator::watching::own_writes::OwnWrites;
 use crate::operator::watching::references::{ParentKey, ReferenceIndex};
+use crate::operator::watching::steps::Steps;
 use crate::operator::writing::events;
 use crate::operator::writing::status_memo::StatusMemo;
 use crate::operator::writing::write_answer::WriteAnswer;
@@ -66,6 +67,8 @@ pub struct Context {
     pub(super) swap_policy: SwapPolicy,
     /// This module's own writes, so their watch events wake no reconcile.
     pub(super) own_writes: Arc<OwnWrites>,
+    /// This module's reconciles that wrote, until their next step.
+    pub(super) steps: Arc<Steps>,
     /// This module's recent reconciles, for export (`recording/`).
     pub recorder: Arc<crate::operator::recording::recorder::Recorder>,
     /// Where this module's calls run: off the async workers, a bounded

@@ -185,6 +185,7 @@ pub async fn run(
             swap: prepared.swap,
             swap_policy: options.swap_policy.clone(),
             own_writes: prepared.own_writes,
+            steps: prepared.steps,
             recorder: records.for_module(&prepared.name, prepared.slot.clone()),
             call_pool: CallPool::new(options.module_call_concurrency),
         });

@@ -7,109 +7,18 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
-use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use crate::operator::endpoints::metric_labels::{
+    FailureLabels, FunctionLabels, HeapLabels, KindLabels, ModuleLabels, NameLabels, RefusedLabels, RequestLabels,
+    ResultLabels, ShadowLabels, StepLabels, SwapLabels, WatchLabels, WriteLabels,
+};
 use crate::runtime::compiler::Tier;
 use crate::runtime::logic_module::LogicModule;
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct ResultLabels {
-    pub module: String,
-    pub result: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct WriteLabels {
-    pub module: String,
-    pub kind: String,
-    pub outcome: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct KindLabels {
-    pub module: String,
-    pub kind: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct FunctionLabels {
-    pub module: String,
-    pub function: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct FailureLabels {
-    pub module: String,
-    pub reason: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct ModuleLabels {
-    pub module: String,
-    pub version: String,
-    pub digest: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct SwapLabels {
-    pub module: String,
-    /// succeeded, refused, rolled_back
-    pub result: &'static str,
-}
-
-/// A difference a shadowed version's answer showed: the kind of the object
-/// (the parent's kind for `status` and `fails`) and `create`, `update`,
-/// `delete`, `unmanaged`, `status` or `fails`.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct ShadowLabels {
-    pub module: String,
-    pub kind: String,
-    pub change: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct NameLabels {
-    pub module: String,
-}
-
-/// A watched kind, `apiVersion/Kind` (`v1/ConfigMap`, `apps/v1/Deployment`).
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct WatchLabels {
-    pub kind: String,
-}
-
-/// A module answer the host refused: the module and why (`other_namespace`,
-/// `not_owned_kind`, `other_owner`, `too_many_objects`, `too_large`,
-/// `too_deep`, `invalid_utf8`, `duplicate`, `status_not_object`, `not_json`,
-/// ...: `runtime::Refusal`).
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct RefusedLabels {
-    pub module: String,
-    pub reason: &'static str,
-}
-
-/// `in_use` or `free`: see `allocator::HeapUse`.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct HeapLabels {
-    pub state: &'static str,
-}
-
-/// `continued` (a reconcile woken as the next step) or `stopped`.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct StepLabels {
-    pub module: String,
-    pub outcome: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct RequestLabels {
-    pub verb: &'static str,
-}
 
 type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
 

@@ -2,6 +2,7 @@
 //! and the health probes, with the metrics they serve.
 
 pub mod http;
+pub mod metric_labels;
 pub mod metrics;
 pub mod metrics_auth;
 pub mod tls;

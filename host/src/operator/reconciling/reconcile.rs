@@ -17,6 +17,7 @@ use serde_json::Value;
 
 use crate::operator::context::{Calls, Context, ModuleCalls, ParentView};
 use crate::operator::errors::ReconcileError;
+use crate::operator::reconciling::applying;
 use crate::operator::reconciling::inputs::{Children, related_from_caches};
 use crate::operator::recording::recorder::Reconciled;
 use crate::operator::swapping::serving::Serving;
@@ -29,10 +30,8 @@ use crate::operator::writing::create_or_update::{Outcome, create_or_update, unch
 use crate::operator::writing::delete_unwanted::delete_unwanted;
 use crate::operator::writing::server_side_apply::server_side_apply;
 use crate::operator::writing::status::{add_fields_taken_over, add_not_settling, write_stalled, write_status};
-use crate::planning::field_set::FieldSet;
-use crate::planning::kind_schema::KindSchema;
 use crate::planning::step::{
-    self, Answer, Applying, Desire, Inputs, Parent, PlannedObject, StatusAnswer, StepError, Write, Writing,
+    self, Answer, Desire, Inputs, Parent, PlannedObject, StatusAnswer, StepError, Write, Writing,
 };
 use crate::runtime::bindings::WriteModel;
 use crate::runtime::call_error::LogicError;
@@ -118,7 +117,7 @@ async fn reconcile_parent(parent: &CachedObject, ctx: &Context, serving: &Servin
         return Ok(Verdict::Deleting);
     }
     // A step when every write of the reconcile before has landed.
-    let step = ctx.own_writes.steps.begin(&parent_key);
+    let step = ctx.steps.begin(&parent_key);
     if step > 0 {
         ctx.metrics.reconcile_step("continued");
     }
@@ -131,7 +130,7 @@ async fn reconcile_parent(parent: &CachedObject, ctx: &Context, serving: &Servin
     let keys = children.keys();
     let applying = match module.write_model() {
         WriteModel::Replace => None,
-        WriteModel::Apply => Some(applying(serving, &children, &ctx.field_manager).await?),
+        WriteModel::Apply => Some(applying::applying(serving, &children, &ctx.field_manager).await?),
     };
     let inputs = Inputs {
         parent: Parent { json: &parent_json, namespace, uid },
@@ -207,57 +206,16 @@ async fn next_step(
         ctx.events.warning(regarding, "NotSettling", note).await;
         return;
     }
-    ctx.own_writes.steps.wrote(parent, step, written);
+    ctx.steps.wrote(parent, step, written);
     // After `wrote`, so that an echo arriving meanwhile is not missed: one
     // whose echo has come already has landed.
     for id in written {
         if !ctx.own_writes.awaiting_echo(id)
-            && let Some((namespace, name)) = ctx.own_writes.steps.landed(id)
+            && let Some((namespace, name)) = ctx.steps.landed(id)
         {
             ctx.reconcile_again(&namespace, &name);
         }
     }
-}
-
-/// The owned kinds' names, for an error reading their schemas.
-fn owned_names(serving: &Serving) -> String {
-    serving.owned.iter().map(|cache| cache.kind.name()).collect::<Vec<_>>().join(", ")
-}
-
-/// What deciding the applies of one reconcile needs, gathered: each owned
-/// kind's schema (read from the API server once per kind) and the fields
-/// the module's manager applied to each child.
-async fn applying(serving: &Serving, children: &Children, manager: &str) -> Result<Applying, ReconcileError> {
-    serving
-        .read_owned_schemas()
-        .await
-        .map_err(|source| ReconcileError::Schema { kind: owned_names(serving), source })?;
-    let mut schemas = Vec::with_capacity(serving.owned.len());
-    for cache in &serving.owned {
-        // A kind the API server does not serve is not written (its
-        // objects are skipped with `KindNotServed`): nothing to read.
-        if cache.availability() != Availability::Served {
-            schemas.push(Arc::new(KindSchema::untyped()));
-            continue;
-        }
-        let schema = cache
-            .schema()
-            .await
-            .map_err(|source| ReconcileError::Schema { kind: cache.kind.name().to_owned(), source })?;
-        schemas.push(schema);
-    }
-    // Fields that do not read as fieldsV1 count as never applied: the
-    // object is applied again, which is always safe.
-    let applied = children
-        .objects
-        .iter()
-        .map(|(_, object)| {
-            let text = object.applied_fields(manager)?;
-            let fields = serde_json::from_str(text).ok()?;
-            FieldSet::from_fields_v1(&fields).ok()
-        })
-        .collect();
-    Ok(Applying { schemas, applied })
 }
 
 /// Bad input changes nothing and deletes nothing: the status says why.

@@ -13,7 +13,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use prometheus_client::metrics::gauge::Gauge;
 
 use super::redact::redact_all;
-use crate::operator::endpoints::metrics::{Metrics, NameLabels};
+use crate::operator::endpoints::metric_labels::NameLabels;
+use crate::operator::endpoints::metrics::Metrics;
 use crate::planning::step::StatusAnswer;
 use crate::runtime::call_error::LogicError;
 use crate::runtime::logic_module::LogicModule;

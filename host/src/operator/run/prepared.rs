@@ -19,6 +19,7 @@ use crate::operator::watching::cached_object::CachedObject;
 use crate::operator::watching::caches::{CacheEvents, Caches};
 use crate::operator::watching::own_writes::OwnWrites;
 use crate::operator::watching::references::ReferenceIndex;
+use crate::operator::watching::steps::Steps;
 use crate::operator::watching::triggers::{Triggers, Wakes};
 use crate::planning::kinds::Kind;
 use crate::runtime::logic_module::LogicModule;
@@ -37,6 +38,7 @@ pub(super) struct Prepared {
     pub(super) wakes: Arc<Wakes>,
     pub(super) references: Arc<ReferenceIndex>,
     pub(super) own_writes: Arc<OwnWrites>,
+    pub(super) steps: Arc<Steps>,
     pub(super) requeue: mpsc::UnboundedSender<ObjectRef<CachedObject>>,
     pub(super) parents: mpsc::UnboundedReceiver<ObjectRef<CachedObject>>,
     pub(super) everything: mpsc::UnboundedReceiver<()>,
@@ -60,6 +62,7 @@ pub(super) fn prepare(
     let serving = Arc::new(ArcSwap::from_pointee(Serving::new(module.clone(), caches).map_err(kinds_error)?));
     let references = Arc::new(ReferenceIndex::default());
     let own_writes = Arc::new(OwnWrites::default());
+    let steps = Arc::new(Steps::default());
     let (parents_tx, parents) = mpsc::unbounded_channel();
     let (everything_tx, everything) = mpsc::unbounded_channel();
     let swap = Arc::new(SwapState::new(metrics.for_module(&name)));
@@ -69,6 +72,7 @@ pub(super) fn prepare(
         serving: serving.clone(),
         references: references.clone(),
         own_writes: own_writes.clone(),
+        steps: steps.clone(),
         wakes: wakes.clone(),
         swap: swap.clone(),
     });
@@ -95,6 +99,7 @@ pub(super) fn prepare(
         wakes,
         references,
         own_writes,
+        steps,
         requeue: parents_tx,
         parents,
         everything,

@@ -17,8 +17,6 @@ use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::operator::watching::steps::Steps;
-
 /// kind (`group/Kind`), namespace, name
 pub type ObjectId = (String, String, String);
 
@@ -40,8 +38,6 @@ const UNSURE_FOR: Duration = Duration::from_secs(30);
 #[derive(Default)]
 pub struct OwnWrites {
     expected: Mutex<HashMap<ObjectId, Expected>>,
-    /// The next step of each reconcile that wrote, once its writes land.
-    pub steps: Steps,
 }
 
 /// What the answer to a write means for the events held meanwhile.

@@ -16,6 +16,7 @@ use crate::operator::watching::cached_object::CachedObject;
 use crate::operator::watching::caches::CacheEvents;
 use crate::operator::watching::own_writes::OwnWrites;
 use crate::operator::watching::references::{ReferenceIndex, Related};
+use crate::operator::watching::steps::Steps;
 use crate::planning::kinds::Kind;
 
 /// Maps one module's cache changes to the parents to reconcile, as the
@@ -25,6 +26,8 @@ pub(in crate::operator) struct Triggers {
     pub(in crate::operator) serving: Arc<ArcSwap<Serving>>,
     pub(in crate::operator) references: Arc<ReferenceIndex>,
     pub(in crate::operator) own_writes: Arc<OwnWrites>,
+    /// Reconciles that wrote, waiting for their writes to land.
+    pub(in crate::operator) steps: Arc<Steps>,
     pub(in crate::operator) wakes: Arc<Wakes>,
     /// For the kinds a canary's version uses and the serving one does not.
     pub(in crate::operator) swap: Arc<SwapState>,
@@ -97,7 +100,7 @@ impl CacheEvents for Triggers {
             // Echo first, then the step: a reconcile ending meanwhile sees
             // the echo as landed (`reconcile.rs`), so none slips between.
             let echo = self.own_writes.is_echo(&id, object.resource_version().as_deref());
-            if let Some((namespace, name)) = self.own_writes.steps.landed(&id) {
+            if let Some((namespace, name)) = self.steps.landed(&id) {
                 self.reconcile(&namespace, &name);
             }
             if echo {
