@@ -145,9 +145,10 @@ $(STATIC_SITE_PY): $(wildcard $(STATIC_SITE)/python/*.py) $(STATIC_SITE)/python/
 
 ## test-typescript: the TypeScript SDK's and the Notice module's unit tests and linters (tsc strict, eslint);
 ## the module's tests also run the built component under Node (jco)
-test-typescript: $(TS_MODULE) $(STATIC_SITE_TS)
+test-typescript: $(TS_MODULE) $(STATIC_SITE_TS) $(QUEUE_TS_MODULE)
 	cd $(TS_SDK) && npm run --silent lint && npm test
 	cd $(TS_MODULE_DIR) && npm run --silent lint && npm test
+	cd tests/modules/queue-ts && npm run --silent lint
 	cd $(STATIC_SITE)/typescript && npm run --silent lint && npm test
 
 ## test-python-module: the Echo and StaticSite modules' logic and WIT adapter under CPython
