@@ -133,6 +133,9 @@ pub fn metrics(root: &Path) -> String {
 
 fn registered_metrics(root: &Path) -> Vec<Metric> {
     let mut metrics = Vec::new();
+    // The label sets may live in a file of their own.
+    let every_source: String =
+        rust_files(&root.join("host/src")).iter().map(|file| without_tests(&read(file))).collect::<Vec<_>>().join("\n");
     for file in rust_files(&root.join("host/src")) {
         let source = without_tests(&read(&file));
         let Some(prefix) =
@@ -158,7 +161,7 @@ fn registered_metrics(root: &Path) -> Vec<Metric> {
             metrics.push(Metric {
                 name: format!("{prefix}_{name}{suffix}"),
                 kind,
-                labels: label_type.map(|t| label_fields(&source, &t)).unwrap_or_default(),
+                labels: label_type.map(|t| label_fields(&every_source, &t)).unwrap_or_default(),
                 help,
             });
         }

@@ -579,6 +579,7 @@ async fn rbac_grants_exactly_what_the_operator_uses() {
         )),
         concurrency: 2,
         module_call_concurrency: 2,
+        max_reconcile_steps: 10,
         resync_period: Duration::from_secs(3600),
         swap_policy: Default::default(),
         logic_modules: None,

@@ -97,6 +97,7 @@ pub fn options(namespace: &str) -> Options {
         leader_election: None,
         concurrency: 2,
         module_call_concurrency: 2,
+        max_reconcile_steps: 10,
         resync_period: Duration::from_secs(3600),
         swap_policy: Default::default(),
         logic_modules: None,

@@ -106,6 +106,13 @@ pub struct RunArgs {
     /// only its own reconciles.
     #[arg(long, default_value_t = crate::runtime::call_pool::default_size())]
     pub module_call_concurrency: usize,
+    /// Reconciles in a row a parent is woken by its own writes landing in
+    /// the caches (the next step of a module that decides in steps); after
+    /// them it waits for a change or the resync. 0: its own writes wake
+    /// nothing. Default: 10, or 0 when only the built-in module runs (it
+    /// settles in one step).
+    #[arg(long)]
+    pub max_reconcile_steps: Option<u32>,
     /// How often every parent is reconciled even when nothing changed (e.g. 10m, 30s).
     #[arg(long, default_value = "10m", value_parser = parse_duration)]
     pub resync_period: Duration,

@@ -14,6 +14,7 @@ use crate::operator::identity::ModuleIdentity;
 use crate::operator::leader::LeaderElectionOptions;
 use crate::operator::swapping::logic_modules::LogicModuleOptions;
 use crate::operator::swapping::swap_state::SwapPolicy;
+use crate::operator::watching::steps::DEFAULT_MAX_STEPS;
 use crate::operator::writing::api_requests::CountRequestsLayer;
 use crate::operator::{self, Options};
 use crate::runtime::logic_module::{LogicModule, ModuleSource};
@@ -29,6 +30,17 @@ pub fn init_logging(format: LogFormat) {
         LogFormat::Json => builder.json().flatten_event(true).with_current_span(false).init(),
         LogFormat::Text => builder.init(),
     }
+}
+
+/// `--max-reconcile-steps` when not given: none for the built-in module
+/// alone (the Memcached module settles in one step: its next step would
+/// only cost module calls), else `DEFAULT_MAX_STEPS`.
+fn default_steps(flavor: &Flavor, modules: &[LogicModule]) -> u32 {
+    let builtin_alone = match (flavor.builtin, modules) {
+        (Some(builtin), [module]) => module.name() == builtin.name,
+        _ => false,
+    };
+    if builtin_alone { 0 } else { DEFAULT_MAX_STEPS }
 }
 
 /// `run`'s operator on `modules` until `shutdown` (`wasm-operator dev` runs
@@ -66,6 +78,7 @@ pub async fn run_operator(
         leader_election,
         concurrency: args.concurrency,
         module_call_concurrency: args.module_call_concurrency,
+        max_reconcile_steps: args.max_reconcile_steps.unwrap_or_else(|| default_steps(flavor, &modules)),
         resync_period: args.resync_period,
         swap_policy: SwapPolicy {
             dry_run_failures_allowed: args.swap_dry_run_failures_allowed,

@@ -38,6 +38,9 @@ pub struct Options {
     /// Calls into one module running at once, off the async workers
     /// (`runtime/call_pool.rs`).
     pub module_call_concurrency: usize,
+    /// Reconciles in a row a parent is woken by its own writes landing
+    /// (`watching/steps.rs`); 0: its own writes wake nothing.
+    pub max_reconcile_steps: u32,
     /// How often an unchanged parent is reconciled anyway (drift the
     /// watches could not see); costs no write when nothing drifted.
     pub resync_period: Duration,

@@ -68,7 +68,7 @@ pub async fn run(
     let mut prepared: Vec<Prepared> = modules
         .into_iter()
         .zip(identities)
-        .map(|(slot, identity)| prepare(slot, identity, &caches, &metrics))
+        .map(|(slot, identity)| prepare(slot, identity, &caches, &metrics, options.max_reconcile_steps))
         .collect::<Result<_, _>>()?;
     one_module_per_parent(&prepared)?;
     for (prepared, takeover) in prepared.iter().zip(at_start) {

@@ -25,7 +25,7 @@ use crate::operator::swapping::{hot_swap, shadow_run};
 use crate::operator::watching::cached_object::CachedObject;
 use crate::operator::watching::caches::Availability;
 use crate::operator::watching::own_writes::ObjectId;
-use crate::operator::watching::steps::{self, MAX_STEPS};
+
 use crate::operator::writing::create_or_update::{Outcome, create_or_update, unchanged};
 use crate::operator::writing::delete_unwanted::delete_unwanted;
 use crate::operator::writing::server_side_apply::server_side_apply;
@@ -176,7 +176,7 @@ async fn reconcile_parent(parent: &CachedObject, ctx: &Context, serving: &Servin
         }
         Answer::Writes { objects, deletes } => {
             let answered = plan.answered.as_deref();
-            let last_step = steps::is_last(step);
+            let last_step = ctx.steps.enabled() && ctx.steps.is_last(step);
             let written =
                 apply(ctx, &calls, &view, &regarding, &children, objects, deletes, answered, last_step).await?;
             next_step(ctx, &parent_key, &regarding, step, &written).await;
@@ -195,13 +195,14 @@ async fn next_step(
     step: u32,
     written: &[ObjectId],
 ) {
-    if written.is_empty() {
+    if written.is_empty() || !ctx.steps.enabled() {
         return;
     }
-    if steps::is_last(step) {
+    if ctx.steps.is_last(step) {
         ctx.metrics.reconcile_step("stopped");
         let note = format!(
-            "wrote in {MAX_STEPS} reconciles in a row, each woken by its own writes: the next waits for a change or the resync"
+            "wrote in {} reconciles in a row, each woken by its own writes: the next waits for a change or the resync",
+            ctx.steps.max()
         );
         ctx.events.warning(regarding, "NotSettling", note).await;
         return;
@@ -371,7 +372,7 @@ async fn apply(
                     add_fields_taken_over(&mut status, view.object, &taken_over);
                 }
                 if last_step && !changed.is_empty() {
-                    add_not_settling(&mut status, view.object, MAX_STEPS);
+                    add_not_settling(&mut status, view.object, ctx.steps.max());
                 }
                 write_status(ctx, view, &status).await
             }

@@ -54,6 +54,7 @@ pub(super) fn prepare(
     identity: ModuleClient,
     caches: &Caches,
     metrics: &Arc<Metrics>,
+    max_steps: u32,
 ) -> Result<Prepared, OperatorError> {
     let module = slot.current();
     let name = module.name().to_owned();
@@ -62,7 +63,7 @@ pub(super) fn prepare(
     let serving = Arc::new(ArcSwap::from_pointee(Serving::new(module.clone(), caches).map_err(kinds_error)?));
     let references = Arc::new(ReferenceIndex::default());
     let own_writes = Arc::new(OwnWrites::default());
-    let steps = Arc::new(Steps::default());
+    let steps = Arc::new(Steps::new(max_steps));
     let (parents_tx, parents) = mpsc::unbounded_channel();
     let (everything_tx, everything) = mpsc::unbounded_channel();
     let swap = Arc::new(SwapState::new(metrics.for_module(&name)));

@@ -13,5 +13,5 @@ pub mod managed_fields;
 pub mod objects;
 pub(super) mod own_writes;
 pub mod references;
-pub(super) mod steps;
+pub mod steps;
 pub(super) mod triggers;

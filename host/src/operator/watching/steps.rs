@@ -7,29 +7,27 @@
 //! it wrote: when the answer then asks for nothing, that costs the module
 //! calls alone and no request.
 //!
-//! A module that writes at every step never settles: after [`MAX_STEPS`]
-//! reconciles in a row each woken by its own writes, the chain stops (the
-//! reconcile says so) and the parent waits for its next change or the
-//! resync. A reconcile woken by anything else starts a new chain.
+//! A module that writes at every step never settles: after
+//! `--max-reconcile-steps` reconciles in a row ([`DEFAULT_MAX_STEPS`]) each
+//! woken by its own writes, the chain stops (the reconcile says so) and the
+//! parent waits for its next change or the resync. A reconcile woken by
+//! anything else starts a new chain. With 0, its own writes wake nothing.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, PoisonError};
 
 use crate::operator::watching::own_writes::ObjectId;
 
-/// How many reconciles in a row may be woken by their own writes.
-pub const MAX_STEPS: u32 = 10;
+/// How many reconciles in a row may be woken by their own writes, unless
+/// `--max-reconcile-steps` says otherwise.
+pub const DEFAULT_MAX_STEPS: u32 = 10;
 
 /// namespace, name
 pub type ParentKey = (String, String);
 
-/// The step a reconcile at `step` ends, when it wrote: the last one allowed?
-pub fn is_last(step: u32) -> bool {
-    step + 1 >= MAX_STEPS
-}
-
-#[derive(Default)]
 pub struct Steps {
+    /// Reconciles in a row a parent may be woken by its own writes.
+    max: u32,
     state: Mutex<State>,
 }
 
@@ -58,6 +56,24 @@ impl State {
 }
 
 impl Steps {
+    pub fn new(max: u32) -> Self {
+        Self { max, state: Mutex::default() }
+    }
+
+    /// Whether a reconcile that wrote has a next step at all.
+    pub fn enabled(&self) -> bool {
+        self.max > 0
+    }
+
+    pub fn max(&self) -> u32 {
+        self.max
+    }
+
+    /// Whether a reconcile at `step` that writes is the last one allowed.
+    pub fn is_last(&self, step: u32) -> bool {
+        step + 1 >= self.max
+    }
+
     /// A reconcile of `parent` starts: its step number. A step when every
     /// write of the one before has landed (that is what woke it), else 0: a
     /// reconcile woken by anything else starts a new chain.
@@ -127,7 +143,7 @@ mod tests {
 
     #[test]
     fn the_next_step_comes_once_every_write_has_landed() {
-        let steps = Steps::default();
+        let steps = Steps::new(DEFAULT_MAX_STEPS);
         let web = parent("web");
         assert_eq!(steps.begin(&web), 0, "a first reconcile");
         steps.wrote(&web, 0, &[id("a"), id("b")]);
@@ -146,7 +162,7 @@ mod tests {
 
     #[test]
     fn a_reconcile_woken_by_anything_else_starts_a_new_chain() {
-        let steps = Steps::default();
+        let steps = Steps::new(DEFAULT_MAX_STEPS);
         let web = parent("web");
         steps.wrote(&web, 4, &[id("a")]);
         // The parent changed before its write landed.
@@ -157,14 +173,16 @@ mod tests {
 
     #[test]
     fn the_chain_stops_after_max_steps() {
-        assert!(!is_last(0));
-        assert!(!is_last(MAX_STEPS - 2));
-        assert!(is_last(MAX_STEPS - 1));
+        let steps = Steps::new(10);
+        assert!(!steps.is_last(0));
+        assert!(!steps.is_last(8));
+        assert!(steps.is_last(9));
+        assert!(!Steps::new(0).enabled());
     }
 
     #[test]
     fn an_object_two_parents_wrote_wakes_the_last_writer() {
-        let steps = Steps::default();
+        let steps = Steps::new(DEFAULT_MAX_STEPS);
         steps.wrote(&parent("one"), 0, &[id("shared"), id("own")]);
         steps.wrote(&parent("two"), 0, &[id("shared")]);
         assert_eq!(steps.landed(&id("shared")), Some(parent("two")));
