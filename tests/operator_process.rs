@@ -243,3 +243,31 @@ async fn a_modules_log_lines_and_its_panic_message_reach_the_log_and_the_event()
     })
     .await;
 }
+
+/// `--max-reconcile-steps`' default: none for the built-in Memcached module
+/// alone (it settles in one step: a new CR costs one reconcile), 10 for a
+/// module given as a file (the same Memcached module under `wasm-operator`:
+/// the reconcile that created the children, then its next step).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_built_in_module_alone_takes_no_next_step_and_a_module_file_does() {
+    let memcached_wasm = module_path("memcached.wasm");
+    for (binary, global, reconciles, steps) in
+        [("memcached-operator", vec![], 1, 0), ("wasm-operator", vec!["--module", memcached_wasm.as_str()], 2, 1)]
+    {
+        let ns = TestNamespace::new(&format!("steps-{binary}")).await;
+        let process = Process::start_binary(&ns, binary, &global);
+        let (metrics, _) = process.addresses().await;
+        ns.create_memcached("solo", json!({"replicas": 1})).await;
+        ns.wait_status("solo", |s| s["conditions"].is_array()).await;
+        let counted = eventually(&format!("{binary} to go idle"), || async {
+            let before = get(&metrics, "/metrics").await.1;
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let after = get(&metrics, "/metrics").await.1;
+            let count = |text: &str| metric_value(text, "wasm_operator_reconciles_total", "result=\"success\"");
+            (count(&before) == count(&after) && count(&after) > 0).then(|| (count(&after), after))
+        })
+        .await;
+        let continued = metric_value(&counted.1, "wasm_operator_reconcile_steps_total", "outcome=\"continued\"");
+        assert_eq!((counted.0, continued), (reconciles, steps), "{binary}: reconciles and next steps");
+    }
+}
