@@ -25,7 +25,7 @@ use crate::operator::swapping::{hot_swap, shadow_run};
 use crate::operator::watching::cached_object::CachedObject;
 use crate::operator::watching::caches::Availability;
 use crate::operator::watching::own_writes::ObjectId;
-
+use crate::operator::watching::steps::ParentKey;
 use crate::operator::writing::create_or_update::{Outcome, create_or_update, unchanged};
 use crate::operator::writing::delete_unwanted::delete_unwanted;
 use crate::operator::writing::server_side_apply::server_side_apply;
@@ -176,7 +176,7 @@ async fn reconcile_parent(parent: &CachedObject, ctx: &Context, serving: &Servin
         }
         Answer::Writes { objects, deletes } => {
             let answered = plan.answered.as_deref();
-            let last_step = ctx.steps.enabled() && ctx.steps.is_last(step);
+            let last_step = ctx.steps.is_last(step);
             let written =
                 apply(ctx, &calls, &view, &regarding, &children, objects, deletes, answered, last_step).await?;
             next_step(ctx, &parent_key, &regarding, step, &written).await;
@@ -188,13 +188,7 @@ async fn reconcile_parent(parent: &CachedObject, ctx: &Context, serving: &Servin
 /// After a reconcile at `step` that wrote `written`: the next step, as soon
 /// as each written object's event has reached the caches (`watching/steps.rs`);
 /// or, at the last step allowed, a Warning event and no next step.
-async fn next_step(
-    ctx: &Context,
-    parent: &(String, String),
-    regarding: &ObjectReference,
-    step: u32,
-    written: &[ObjectId],
-) {
+async fn next_step(ctx: &Context, parent: &ParentKey, regarding: &ObjectReference, step: u32, written: &[ObjectId]) {
     if written.is_empty() || !ctx.steps.enabled() {
         return;
     }

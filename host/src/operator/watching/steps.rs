@@ -69,9 +69,10 @@ impl Steps {
         self.max
     }
 
-    /// Whether a reconcile at `step` that writes is the last one allowed.
+    /// Whether a reconcile at `step` that writes is the last one allowed
+    /// (never, when no reconcile has a next step).
     pub fn is_last(&self, step: u32) -> bool {
-        step + 1 >= self.max
+        self.enabled() && step + 1 >= self.max
     }
 
     /// A reconcile of `parent` starts: its step number. A step when every
@@ -178,6 +179,7 @@ mod tests {
         assert!(!steps.is_last(8));
         assert!(steps.is_last(9));
         assert!(!Steps::new(0).enabled());
+        assert!(!Steps::new(0).is_last(0), "no step, so no last one");
     }
 
     #[test]
