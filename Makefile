@@ -55,7 +55,10 @@ QUEUE_V2_MODULE := target/queue-v2.wasm
 QUEUE_TS_MODULE := target/queue-ts.wasm
 QUEUE_PY_MODULE := target/queue-py.wasm
 QUEUE_MODULES := $(QUEUE_MODULE) $(QUEUE_V2_MODULE) $(QUEUE_TS_MODULE) $(QUEUE_PY_MODULE)
-TEST_MODULES := $(TEST_MODULE) $(TEST_MODULE_VARIANTS) $(QUEUE_MODULES) $(PY_MODULE) $(TS_MODULE) $(STATIC_SITE_MODULES)
+# The Countdown example (examples/countdown): a status reconciled on its own timer.
+COUNTDOWN_MODULE := target/countdown.wasm
+TEST_MODULES := $(TEST_MODULE) $(TEST_MODULE_VARIANTS) $(QUEUE_MODULES) $(PY_MODULE) $(TS_MODULE) $(STATIC_SITE_MODULES) \
+	$(COUNTDOWN_MODULE)
 
 .PHONY: all build wasm test manifests bench bench-e2e bench-100k code-order guest-code-order bench-swap bench-plan bench-compile run render-samples envtest clean
 .PHONY: playground playground-serve test-embeddings test-browser test-python-module test-typescript lint test-authoring
@@ -134,6 +137,9 @@ $(TS_MODULE): $(TS_MODULE_SOURCES) $(TS_SDK_SOURCES) wit/controller/controller.w
 
 $(STATIC_SITE_RUST): $(shell find $(STATIC_SITE)/rust/src -type f) $(STATIC_SITE)/rust/Cargo.toml $(SDK_RUST_SOURCES) scripts/build-wasm.sh
 	bash scripts/build-wasm.sh $(STATIC_SITE)/rust static-site $@
+
+$(COUNTDOWN_MODULE): $(shell find examples/countdown/rust/src -type f) examples/countdown/rust/Cargo.toml $(SDK_RUST_SOURCES) scripts/build-wasm.sh
+	bash scripts/build-wasm.sh examples/countdown/rust countdown $@
 
 $(STATIC_SITE_TS): $(wildcard $(STATIC_SITE)/typescript/src/*.ts) $(addprefix $(STATIC_SITE)/typescript/,crd.yaml package.json package-lock.json) \
 		$(TS_SDK_SOURCES) wit/controller/controller.wit scripts/build-typescript-module.sh

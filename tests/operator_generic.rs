@@ -545,3 +545,72 @@ async fn a_controller_written_in_steps_converges_without_the_resync_and_one_that
     assert_eq!(now.metadata.resource_version, counter.metadata.resource_version);
     operator.stop().await.expect("a clean stop");
 }
+
+/// A parent is reconciled on the timer its answer asks for, with nothing
+/// else changing and the resync an hour away (the Countdown example,
+/// examples/countdown: `reconcile_after` every second until its deadline).
+/// Its status counts down, each tick writing only the status (the owned
+/// ConfigMap is applied once); once the deadline has passed the answer asks
+/// for no timer and nothing more is written. The metric counts the parents
+/// with a timer, and a parent that goes takes its timer with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parent_is_reconciled_on_its_timer_with_nothing_else_changing() {
+    let ns = TestNamespace::new("timers").await;
+    let module = module_file("countdown.wasm");
+    install_crd(ns.plane, &module).await;
+    let countdowns = ns.api(&gvk("example.c5c3.io", "v1", "Countdown", "countdowns"));
+    let operator = Running::start(ns.plane, module, options(&ns.namespace)).await;
+    let timers = || operator.metric("wasm_operator_parent_timers", "module=\"countdown\"");
+    let create = |name: &str, seconds: i64| {
+        let deadline = k8s_openapi::jiff::Timestamp::now()
+            .checked_add(k8s_openapi::jiff::SignedDuration::from_secs(seconds))
+            .expect("a deadline")
+            .strftime("%Y-%m-%dT%H:%M:%SZ")
+            .to_string();
+        let countdown = json!({"apiVersion": "example.c5c3.io/v1", "kind": "Countdown",
+            "metadata": {"name": name}, "spec": {"deadline": deadline}});
+        let countdown: DynamicObject = serde_json::from_value(countdown).expect("a Countdown");
+        let api = countdowns.clone();
+        async move { api.create(&PostParams::default(), &countdown).await.expect("creating a Countdown") }
+    };
+    let mark = ns.plane.audit_mark().expect("the audit log");
+    create("launch", 6).await;
+    // Every value the status shows, as it counts down.
+    let mut seen: Vec<i64> = Vec::new();
+    let started = std::time::Instant::now();
+    let done = loop {
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "the countdown did not end: {seen:?}");
+        let status = countdowns.get("launch").await.ok().and_then(|c| c.data.get("status").cloned());
+        if let Some(status) = status {
+            if let Some(left) = status["remainingSeconds"].as_i64()
+                && seen.last() != Some(&left)
+            {
+                seen.push(left);
+            }
+            if status["phase"] == "Done" {
+                break status;
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert_eq!(done["remainingSeconds"], 0, "{done}");
+    assert!(seen.len() >= 4, "the status counted down on its timer: {seen:?}");
+    assert!(seen.windows(2).all(|pair| pair[0] > pair[1]), "down, never up: {seen:?}");
+    assert_eq!(timers(), 0, "no timer once the deadline has passed");
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    let writes = ns.operator_writes(mark).await;
+    let configmap_writes = writes.iter().filter(|w| w.resource.as_deref() == Some("configmaps")).count();
+    assert_eq!(configmap_writes, 1, "the ConfigMap applied once, no tick rewrites it");
+    let status_writes =
+        writes.iter().filter(|w| w.resource.as_deref() == Some("countdowns") && w.name.as_deref() == Some("launch"));
+    let status_writes = status_writes.count();
+    assert!(status_writes >= seen.len() - 1, "a status write per tick: {status_writes} for {seen:?}");
+    let after = ns.operator_writes(mark).await.len();
+    assert_eq!(after, writes.len(), "nothing written once it is done");
+
+    create("far", 3600).await;
+    eventually("a timer for the far countdown", || async { (timers() == 1).then_some(()) }).await;
+    countdowns.delete("far", &Default::default()).await.expect("deleting a Countdown");
+    eventually("the far countdown's timer to go with it", || async { (timers() == 0).then_some(()) }).await;
+    operator.stop().await.expect("a clean stop");
+}

@@ -7,7 +7,7 @@ use crate::exports as logic;
 use crate::kinds::KindInfo;
 
 wit_bindgen::generate!({
-    path: ["../wit/controller", "../wit/memcached"],
+    path: "../wit/memcached",
     world: "c5c3:memcached/memcached-logic",
 });
 

@@ -9,6 +9,14 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Duration::try_from(duration).map_err(|e| format!("{text:?}: {e}"))
 }
 
+/// `duration` as [`parse_duration`] reads it back (`1s`, `1m 30s`, `500ms`).
+pub fn format_duration(duration: Duration) -> String {
+    match jiff::SignedDuration::try_from(duration) {
+        Ok(signed) => format!("{signed:#}"),
+        Err(_) => format!("{}s", duration.as_secs()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -21,5 +29,9 @@ mod tests {
         let error = parse_duration("soon").expect_err("not a duration");
         assert!(error.starts_with("\"soon\" is not a duration"), "{error}");
         assert!(parse_duration("-5s").is_err(), "negative");
+        for duration in [Duration::from_secs(1), Duration::from_millis(1500), Duration::from_secs(5400)] {
+            assert_eq!(parse_duration(&format_duration(duration)), Ok(duration), "{}", format_duration(duration));
+        }
+        assert_eq!(format_duration(Duration::from_secs(90)), "1m 30s");
     }
 }

@@ -167,6 +167,17 @@ pub fn manifest_command(flavor: &Flavor, args: &ModuleArgs) -> Result<ExitCode> 
                     crate::runtime::bindings::WriteModel::Replace => "replace",
                     crate::runtime::bindings::WriteModel::Apply => "apply",
                 },
+                // None for a module built before contract 1.3.
+                "reach": module.reach().map(|r| serde_json::json!({
+                    "anyNamespace": r.any_namespace,
+                    "selects": r.selects,
+                    "finalizes": r.finalizes,
+                    "parentLabelKeys": r.parent_label_keys,
+                    "parentAnnotationKeys": r.parent_annotation_keys,
+                    "decorates": r.decorates.as_ref().map(|d| serde_json::json!({
+                        "labels": d.labels, "annotations": d.annotations, "writesStatus": d.writes_status,
+                    })),
+                })),
             })
         })
         .collect();

@@ -348,3 +348,34 @@ fn plan_compares_two_versions_on_the_parents_of_a_file() {
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("-f reads the parents from a file, with no cluster"), "{}", text(&out.stderr));
 }
+
+/// A case states the timer an answer asks for (`expect.againAfter`: a
+/// duration, or `none`), as the Countdown example's cases do; a wrong one
+/// fails naming both, and `--update` writes the actual timer.
+#[test]
+fn a_case_states_the_timer_its_answer_asks_for() {
+    let countdown = built("countdown.wasm");
+    let cases = repo().join("examples/countdown/cases");
+    let out = wasm_operator(&["--module", path(&countdown), "test", path(&cases)]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.ends_with("\n3 passed, 0 failed\n"), "{stdout}");
+
+    let dir = std::env::temp_dir().join(format!("wasm-operator-timer-cases-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a folder");
+    let done = std::fs::read_to_string(cases.join("done.yaml")).expect("the case");
+    let counting = std::fs::read_to_string(cases.join("counting.yaml")).expect("the case");
+    std::fs::write(dir.join("done.yaml"), done.replace("againAfter: none", "againAfter: 5s")).expect("written");
+    std::fs::write(dir.join("counting.yaml"), counting.replace("againAfter: 2s", "againAfter: none")).expect("written");
+    let out = wasm_operator(&["--module", path(&countdown), "test", path(&dir)]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("  expected the answer to ask for a timer of 5s, it asks for none\n"), "{stdout}");
+    assert!(stdout.contains("  expected the answer to ask for a timer of none, it asks for 2s\n"), "{stdout}");
+
+    let out = wasm_operator(&["--module", path(&countdown), "test", path(&dir), "--update"]);
+    assert!(out.status.success(), "{}", text(&out.stdout));
+    let updated = std::fs::read_to_string(dir.join("counting.yaml")).expect("the case");
+    assert!(updated.contains("againAfter: 2s"), "{updated}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -79,8 +79,11 @@ fn any_module_tells_the_host_its_kinds_and_crd() {
     assert_eq!(greeting_manifest["name"], "greeting");
     assert_eq!(greeting_manifest["parent"]["kind"], "Greeting");
     assert_eq!(greeting_manifest["owned"][0]["kind"], "ConfigMap");
-    assert_eq!(greeting_manifest["contract"], "wasm-operator:controller/reconciler@1.2.0");
+    assert_eq!(greeting_manifest["contract"], "wasm-operator:controller/reconciler@1.3.0");
     assert_eq!(greeting_manifest["writes"], "replace", "the SDK's default");
+    // The Rust SDK exports `reach` (1.3), asking for nothing beyond timers.
+    assert_eq!(greeting_manifest["reach"]["anyNamespace"], false);
+    assert_eq!(greeting_manifest["reach"]["decorates"], serde_json::Value::Null);
     let digest = greeting_manifest["digest"].as_str().expect("a digest");
     assert!(digest.starts_with("sha256:") && digest.len() == 7 + 64, "{digest}");
 

@@ -12,7 +12,7 @@ use wasmtime::Store;
 
 mod bindings {
     wasmtime::component::bindgen!({
-        path: ["../wit/controller", "../wit/memcached"],
+        path: "../wit/memcached",
         world: "c5c3:memcached/memcached-logic",
     });
 }

@@ -2,7 +2,7 @@
 // module's source imports it. Reference it from a module's tsconfig
 // ("types": ["@wasm-operator/sdk/wit"]) or with
 // /// <reference types="@wasm-operator/sdk/wit" />.
-declare module "wasm-operator:controller/log@1.2.0" {
+declare module "wasm-operator:controller/log@1.3.0" {
   export type Level = "error" | "warn" | "info" | "debug";
   export function write(level: Level, message: string): void;
 }

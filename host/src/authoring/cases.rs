@@ -21,6 +21,7 @@
 //! expect:
 //!   desired: [...]                       # the objects, in order (null members ignored)
 //!   status: {...}                        # the parent's new status
+//!   againAfter: 30s                      # the timer the answer asks for (1.3), or none
 //!   error:                               # or: the reconcile fails
 //!     kind: invalid                      # invalid | malformed | unsupported | refused | failed
 //!     fields: [spec.message]             # every field path the error names
@@ -39,7 +40,9 @@ use serde_json::Value;
 
 use super::diff;
 use super::parents;
-use crate::planning::case::{Case, CaseError, DEFAULT_NOW, ErrorKind, Expect, ExpectedError, actual};
+use crate::planning::case::{
+    Case, CaseError, DEFAULT_NOW, ErrorKind, Expect, ExpectedError, NO_TIMER, actual, timer_text,
+};
 use crate::planning::kinds::Kinds;
 use crate::planning::offline::{self, Given};
 use crate::planning::outcome::{Outcome, OutcomeError};
@@ -170,12 +173,15 @@ pub fn run(module: &LogicModule, kinds: &Kinds, case: &Case) -> Verdict {
 /// What differs between `expect` and `outcome`; empty when it passes.
 pub fn compare(expect: &Expect, outcome: &Outcome) -> Vec<String> {
     let mut report = Vec::new();
-    if expect.desired.is_none() && expect.status.is_none() && expect.error.is_none() {
+    if expect.desired.is_none() && expect.status.is_none() && expect.error.is_none() && expect.again_after.is_none() {
         report.push(
-            "the case expects nothing: give expect.desired, expect.status or expect.error (or run with --update)"
+            "the case expects nothing: give expect.desired, expect.status, expect.error or expect.againAfter (or run with --update)"
                 .to_owned(),
         );
         return report;
+    }
+    if let Some(expected) = &expect.again_after {
+        report.extend(compare_timer(expected, outcome.again_after));
     }
     match (&expect.error, &outcome.error) {
         (None, Some(error)) => report.push(format!("expected no error, got {}: {error}", error.kind())),
@@ -200,6 +206,20 @@ pub fn compare(expect: &Expect, outcome: &Outcome) -> Vec<String> {
         }
     }
     report
+}
+
+/// The timer a case expects (a duration, or `none`) against the answer's.
+fn compare_timer(expected: &str, actual: Option<std::time::Duration>) -> Option<String> {
+    let wanted = if expected == NO_TIMER {
+        None
+    } else {
+        match crate::duration::parse_duration(expected) {
+            Ok(duration) => Some(duration),
+            Err(problem) => return Some(format!("expect.againAfter: {problem} (a duration such as 30s, or none)")),
+        }
+    };
+    (wanted != actual)
+        .then(|| format!("expected the answer to ask for a timer of {expected}, it asks for {}", timer_text(actual)))
 }
 
 fn compare_error(expected: &ExpectedError, error: &OutcomeError) -> Vec<String> {

@@ -13,6 +13,7 @@ use tokio::sync::mpsc;
 use crate::operator::endpoints::metrics::ModuleMetrics;
 use crate::operator::identity::ModuleClient;
 use crate::operator::reconciling::backoff::Backoff;
+use crate::operator::reconciling::timers::Timers;
 use crate::operator::swapping::serving::Serving;
 use crate::operator::swapping::swap_state::{SwapPolicy, SwapState};
 use crate::operator::watching::cached_object::CachedObject;
@@ -57,6 +58,7 @@ pub struct Context {
     pub field_manager: String,
     pub(super) events: events::Events,
     pub(super) backoff: Backoff,
+    pub(super) timers: Timers,
     pub(super) status_memo: StatusMemo,
     pub(super) resync_period: Duration,
     /// The parents, as the controller's watch caches them.
@@ -184,6 +186,7 @@ impl Context {
         self.references.remove(parent);
         self.status_memo.forget(parent);
         self.backoff.reset(parent);
+        self.metrics.timers(self.timers.forget(parent));
     }
 }
 

@@ -44,6 +44,29 @@ pub fn check(owned: &[Kind], owner: &Owner<'_>, texts: Vec<String>) -> Result<Ve
     Ok(objects)
 }
 
+/// The parent's labels or annotations (`what`) an answer sets: each of a
+/// key the manifest names in `keys` (exactly, or under a prefix ending in
+/// `/`), each key set once.
+pub fn check_parent_keys(what: &str, keys: &[String], pairs: &[(String, String)]) -> Result<(), RefusedAnswer> {
+    let mut seen = HashSet::new();
+    for (key, _) in pairs {
+        let named = keys.iter().any(|k| k == key || (k.ends_with('/') && key.starts_with(k.as_str())));
+        if !named {
+            let declared = if keys.is_empty() { "none".to_owned() } else { keys.join(", ") };
+            let problem = format!(
+                "parent-{what}: {key} is not a key the module's reach names (parent-{singular}-keys: {declared})",
+                singular = what.trim_end_matches('s')
+            );
+            return Err(RefusedAnswer::new(Refusal::ParentKeyNotDeclared, problem));
+        }
+        if !seen.insert(key.as_str()) {
+            let problem = format!("parent-{what}: {key} is set twice");
+            return Err(RefusedAnswer::new(Refusal::Duplicate, problem));
+        }
+    }
+    Ok(())
+}
+
 fn check_one(owned: &[Kind], owner: &Owner<'_>, position: usize, text: &str) -> Result<DesiredObject, RefusedAnswer> {
     let refused = |reason, problem: String| RefusedAnswer::new(reason, format!("object {position}: {problem}"));
     let mut value = parse(&format!("object {position}"), text)?;
@@ -112,6 +135,23 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn the_parents_keys_must_be_named_by_the_reach() {
+        let pair = |k: &str| (k.to_owned(), "v".to_owned());
+        let keys = vec!["team".to_owned(), "example.com/".to_owned()];
+        assert_eq!(check_parent_keys("labels", &keys, &[pair("team"), pair("example.com/tier")]), Ok(()));
+        let other = check_parent_keys("labels", &keys, &[pair("tier")]).expect_err("not named");
+        assert_eq!(other.reason, Refusal::ParentKeyNotDeclared);
+        assert_eq!(
+            other.problem,
+            "parent-labels: tier is not a key the module's reach names (parent-label-keys: team, example.com/)"
+        );
+        let none = check_parent_keys("annotations", &[], &[pair("a")]).expect_err("none named");
+        assert!(none.problem.ends_with("(parent-annotation-keys: none)"), "{}", none.problem);
+        let twice = check_parent_keys("labels", &keys, &[pair("team"), pair("team")]).expect_err("twice");
+        assert_eq!(twice.reason, Refusal::Duplicate);
+    }
     use crate::runtime::bindings::KindInfo;
 
     fn kinds() -> Vec<Kind> {

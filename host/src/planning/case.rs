@@ -64,6 +64,17 @@ pub struct Expect {
     pub status: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ExpectedError>,
+    /// The timer the answer asks for (`30s`, `1m`), or `none`.
+    #[serde(rename = "againAfter", default, skip_serializing_if = "Option::is_none")]
+    pub again_after: Option<String>,
+}
+
+/// How a case writes "no timer".
+pub const NO_TIMER: &str = "none";
+
+/// The case's form of an answer's timer.
+pub fn timer_text(timer: Option<std::time::Duration>) -> String {
+    timer.map_or_else(|| NO_TIMER.to_owned(), crate::duration::format_duration)
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
@@ -173,7 +184,9 @@ pub fn actual(previous: &Expect, outcome: &Outcome) -> Expect {
     let desired =
         (outcome.error.is_none() && (everything || previous.desired.is_some())).then(|| outcome.desired.clone());
     let status = outcome.status.clone().filter(|_| everything || previous.status.is_some());
-    Expect { desired, status, error }
+    let again_after = (previous.again_after.is_some() || (everything && outcome.again_after.is_some()))
+        .then(|| timer_text(outcome.again_after));
+    Expect { desired, status, error, again_after }
 }
 
 /// The expectation an error passes: its kind, the fields it names and,

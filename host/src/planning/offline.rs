@@ -89,6 +89,8 @@ pub fn reconcile(module: &LogicModule, kinds: &Kinds, given: &Given<'_>) -> Outc
         children: &children,
         keep_answer: false,
         writing: applying.as_ref().map_or(Writing::Replace, Writing::Apply),
+        reach: module.reach(),
+        now: given.now,
     };
 
     let mut ignored = Vec::new();
@@ -103,6 +105,7 @@ pub fn reconcile(module: &LogicModule, kinds: &Kinds, given: &Given<'_>) -> Outc
             return outcome;
         }
     };
+    outcome.again_after = plan.again_after;
     let status_owned: Option<Vec<String>> =
         given.status_owned.map(|objects| objects.iter().map(|o| module_view(o).to_string()).collect());
     let related = &plan.related;

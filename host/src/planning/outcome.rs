@@ -34,6 +34,9 @@ pub struct Outcome {
     /// The parent is being deleted: the operator calls nothing and writes
     /// nothing (the garbage collector removes the children).
     pub deleting: bool,
+    /// The timer the answer asked for (`reach`, 1.3): the operator would
+    /// reconcile the parent again after this long with nothing changed.
+    pub again_after: Option<std::time::Duration>,
 }
 
 /// The write one desired object needs, and for an apply to an object that

@@ -12,6 +12,7 @@
 //! middle of the same plan, with the object as the API server has it.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -23,7 +24,7 @@ use crate::planning::kinds::Kind;
 use crate::planning::object_diff::same_ignoring_nulls;
 use crate::planning::stored::as_stored;
 use crate::runtime::answer::{RefusedAnswer, check_status};
-use crate::runtime::bindings::ObjectRef;
+use crate::runtime::bindings::{ObjectRef, ReachManifest};
 use crate::runtime::call_error::{CallError, CallResult, LogicError};
 use crate::runtime::reconciler::Reconciler;
 
@@ -73,6 +74,10 @@ pub struct Inputs<'a> {
     pub keep_answer: bool,
     /// How the module's answers are written (its `writes`).
     pub writing: Writing<'a>,
+    /// What the module reaches (`reach`, 1.3), when it exports it.
+    pub reach: Option<&'a ReachManifest>,
+    /// The time the module's `answer` is told (RFC 3339).
+    pub now: &'a str,
 }
 
 /// How an answer becomes a write: the module's `writes` model, with what
@@ -126,6 +131,8 @@ pub struct Plan {
     /// What `desired` answered, as it answered it, when the inputs asked to
     /// keep it (a recorded reconcile).
     pub answered: Option<Vec<String>>,
+    /// When the answer asked to be reconciled again with nothing changed.
+    pub again_after: Option<Duration>,
 }
 
 /// What `desired` answered, and the writes it calls for.
@@ -144,8 +151,14 @@ pub enum Answer {
 
 /// What `desired` answered, checked.
 pub enum Desire {
-    Wanted(Vec<DesiredObject>),
+    Wanted(Wanted),
     Invalid(LogicError),
+}
+
+/// The objects an answer wants, checked, and the timer it asked for.
+pub struct Wanted {
+    pub objects: Vec<DesiredObject>,
+    pub again_after: Option<Duration>,
 }
 
 /// The first half: what the parent references (found with `related`, which
@@ -158,14 +171,16 @@ pub fn plan(
 ) -> Result<Plan, StepError> {
     let related: Vec<String> = references(calls, inputs.parent)?.iter().filter_map(related).collect();
     let mut answered = None;
+    let mut again_after = None;
     let answer = match desire_keeping(calls, inputs, &related, &mut answered)? {
         Desire::Wanted(wanted) => {
-            let (objects, deletes) = writes(inputs, wanted);
+            again_after = wanted.again_after;
+            let (objects, deletes) = writes(inputs, wanted.objects);
             Answer::Writes { objects, deletes }
         }
         Desire::Invalid(error) => Answer::Invalid(error),
     };
-    Ok(Plan { related, answer, answered })
+    Ok(Plan { related, answer, answered, again_after })
 }
 
 /// The objects `parent` references. An invalid parent references nothing:
@@ -189,16 +204,24 @@ fn desire_keeping(
     related: &[String],
     answered: &mut Option<Vec<String>>,
 ) -> Result<Desire, StepError> {
-    let answer = match calls.call("desired", |m| m.desired(inputs.parent.json, inputs.owned, related)) {
+    let answer = match calls.call("desired", |m| m.answer(inputs.parent.json, inputs.owned, related, inputs.now)) {
         Ok(answer) => answer,
         Err(CallError::Logic(error)) => return Ok(Desire::Invalid(error)),
         Err(source) => return Err(StepError::Module { function: "desired", source }),
     };
     if inputs.keep_answer {
-        *answered = Some(answer.clone());
+        *answered = Some(answer.objects.clone());
     }
+    let no_keys: &[String] = &[];
+    let (label_keys, annotation_keys) = inputs
+        .reach
+        .map_or((no_keys, no_keys), |reach| (&reach.parent_label_keys[..], &reach.parent_annotation_keys[..]));
+    answer_check::check_parent_keys("labels", label_keys, &answer.parent_labels).map_err(StepError::Refused)?;
+    answer_check::check_parent_keys("annotations", annotation_keys, &answer.parent_annotations)
+        .map_err(StepError::Refused)?;
     let owner = Owner { namespace: inputs.parent.namespace, uid: inputs.parent.uid };
-    answer_check::check(inputs.owned_kinds, &owner, answer).map(Desire::Wanted).map_err(StepError::Refused)
+    let objects = answer_check::check(inputs.owned_kinds, &owner, answer.objects).map_err(StepError::Refused)?;
+    Ok(Desire::Wanted(Wanted { objects, again_after: answer.again_after }))
 }
 
 /// The writes `wanted` calls for against the current children: each
@@ -348,6 +371,8 @@ mod tests {
             children: &children,
             keep_answer: false,
             writing: Writing::Replace,
+            reach: None,
+            now: "2026-12-02T00:00:00Z",
         };
         let desired =
             |kind_index: usize, name: &str, value: Value| DesiredObject { kind_index, name: name.into(), value };

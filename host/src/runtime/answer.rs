@@ -18,6 +18,15 @@ pub const MAX_ANSWER_BYTES: usize = 16 << 20;
 /// Deepest nesting of arrays and objects in one JSON text. Kubernetes
 /// objects nest a few levels; serde_json stops at 128, this stops first.
 pub const MAX_DEPTH: usize = 100;
+/// Most labels, or annotations, one answer may set on its parent.
+pub const MAX_PARENT_KEYS: usize = 256;
+/// Most bytes of keys and values of the labels, or the annotations, an
+/// answer sets on its parent: the API server's own bound on a parent's
+/// annotations (256 KiB).
+pub const MAX_PARENT_BYTES: usize = 256 << 10;
+/// The shortest timer an answer may ask for: a shorter one waits this long,
+/// so a module asking for 0 cannot keep a worker busy.
+pub const MIN_TIMER: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Why the host refused an answer: the `reason` label of
 /// `wasm_operator_module_refused_answers_total`.
@@ -35,6 +44,8 @@ pub enum Refusal {
     Duplicate,
     StatusNotObject,
     NotJson,
+    TooManyParentKeys,
+    ParentKeyNotDeclared,
 }
 
 impl Refusal {
@@ -52,6 +63,8 @@ impl Refusal {
             Refusal::Duplicate => "duplicate",
             Refusal::StatusNotObject => "status_not_object",
             Refusal::NotJson => "not_json",
+            Refusal::TooManyParentKeys => "too_many_parent_keys",
+            Refusal::ParentKeyNotDeclared => "parent_key_not_declared",
         }
     }
 }
@@ -225,6 +238,112 @@ unsafe impl Lift for BoundedTexts {
         Self::check(cx, ptr, len)?;
         let lifted = <Vec<String> as Lift>::linear_lift_from_memory(cx, ty, bytes);
         Self::lifted(cx, ptr, len, lifted)
+    }
+}
+
+/// `reach`'s `answer` (1.3), as the host uses it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DesiredState {
+    /// The objects, as `desired` answers them.
+    pub objects: Vec<String>,
+    /// Reconcile the parent again after this long, at least [`MIN_TIMER`].
+    pub again_after: Option<std::time::Duration>,
+    pub parent_labels: Vec<(String, String)>,
+    pub parent_annotations: Vec<(String, String)>,
+}
+
+impl DesiredState {
+    /// `desired`'s answer: the objects alone.
+    pub fn objects(objects: Vec<String>) -> Self {
+        Self { objects, ..Self::default() }
+    }
+}
+
+impl From<LiftedDesiredState> for DesiredState {
+    fn from(lifted: LiftedDesiredState) -> Self {
+        let again_after =
+            lifted.again_after_ms.map(|ms| std::time::Duration::from_millis(u64::from(ms)).max(MIN_TIMER));
+        Self {
+            objects: lifted.objects.0,
+            again_after,
+            parent_labels: lifted.parent_labels.0,
+            parent_annotations: lifted.parent_annotations.0,
+        }
+    }
+}
+
+/// `desired-state` as it crosses the boundary, each list bounded before it
+/// is copied.
+#[derive(wasmtime::component::ComponentType, wasmtime::component::Lift)]
+#[component(record)]
+pub struct LiftedDesiredState {
+    objects: BoundedTexts,
+    #[component(name = "again-after-ms")]
+    again_after_ms: Option<u32>,
+    #[component(name = "parent-labels")]
+    parent_labels: BoundedPairs,
+    #[component(name = "parent-annotations")]
+    parent_annotations: BoundedPairs,
+}
+
+/// A `list<tuple<string, string>>` of keys and values for the parent's
+/// metadata, lifted only within [`MAX_PARENT_KEYS`] and
+/// [`MAX_PARENT_BYTES`].
+pub struct BoundedPairs(pub Vec<(String, String)>);
+
+// SAFETY: the same type and ABI as `Vec<(String, String)>`, which does the
+// lifting.
+unsafe impl ComponentType for BoundedPairs {
+    type Lower = <Vec<(String, String)> as ComponentType>::Lower;
+    const ABI: CanonicalAbiInfo = <Vec<(String, String)> as ComponentType>::ABI;
+
+    fn typecheck(ty: &InterfaceType, types: &InstanceType<'_>) -> wasmtime::Result<()> {
+        <Vec<(String, String)> as ComponentType>::typecheck(ty, types)
+    }
+}
+
+impl BoundedPairs {
+    /// The list at `ptr` of `len` pairs (16 bytes each: two strings'
+    /// pointer and length) checked from the lengths alone.
+    fn check(cx: &mut LiftContext<'_>, ptr: usize, len: usize) -> wasmtime::Result<()> {
+        let memory = cx.memory();
+        if len.checked_mul(16).and_then(|size| ptr.checked_add(size)).is_none_or(|end| end > memory.len()) {
+            return Err(out_of_bounds());
+        }
+        if len > MAX_PARENT_KEYS {
+            let problem = format!("{len} keys for the parent's metadata, more than the {MAX_PARENT_KEYS} allowed");
+            return Err(wasmtime::Error::new(RefusedAnswer::new(Refusal::TooManyParentKeys, problem)));
+        }
+        let mut total = 0usize;
+        for i in 0..len {
+            let at = ptr + 16 * i;
+            let key = memory.get(at..).and_then(pair).map_or(usize::MAX, |(_, length)| length);
+            let value = memory.get(at + 8..).and_then(pair).map_or(usize::MAX, |(_, length)| length);
+            total = total.saturating_add(key).saturating_add(value);
+            if total > MAX_PARENT_BYTES {
+                let problem = format!(
+                    "the parent's labels or annotations pass {} KiB at key {i}, more than an answer may set",
+                    MAX_PARENT_BYTES >> 10
+                );
+                return Err(wasmtime::Error::new(RefusedAnswer::new(Refusal::TooLarge, problem)));
+            }
+        }
+        Ok(())
+    }
+}
+
+// SAFETY: checks, then delegates to `Vec<(String, String)>`'s lifting.
+unsafe impl Lift for BoundedPairs {
+    fn linear_lift_from_flat(cx: &mut LiftContext<'_>, ty: InterfaceType, src: &Self::Lower) -> wasmtime::Result<Self> {
+        let (ptr, len) = flat_pair(src).ok_or_else(out_of_bounds)?;
+        Self::check(cx, ptr, len)?;
+        <Vec<(String, String)> as Lift>::linear_lift_from_flat(cx, ty, src).map(Self)
+    }
+
+    fn linear_lift_from_memory(cx: &mut LiftContext<'_>, ty: InterfaceType, bytes: &[u8]) -> wasmtime::Result<Self> {
+        let (ptr, len) = pair(bytes).ok_or_else(out_of_bounds)?;
+        Self::check(cx, ptr, len)?;
+        <Vec<(String, String)> as Lift>::linear_lift_from_memory(cx, ty, bytes).map(Self)
     }
 }
 

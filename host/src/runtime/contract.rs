@@ -10,12 +10,15 @@ use wasmtime::component::types::ComponentItem;
 pub const CONTRACT: &str = "wasm-operator:controller/reconciler";
 /// The contract version this host was built against; it runs modules built
 /// against any 1.x (semver: a 1.y module uses nothing a 1.0 host lacks).
-pub const CONTRACT_VERSION: &str = "1.2.0";
+pub const CONTRACT_VERSION: &str = "1.3.0";
 pub const CONTRACT_MAJOR: u64 = 1;
 /// The one interface of the host a module may import (1.1): its log.
 pub const LOG: &str = "wasm-operator:controller/log";
 /// How the host writes a module's answers (1.2); a module may export it.
 pub const WRITES: &str = "wasm-operator:controller/writes";
+/// What a module does beyond its parent's namespace, and its timers (1.3);
+/// a module may export it.
+pub const REACH: &str = "wasm-operator:controller/reach";
 /// The functions the host calls.
 const FUNCTIONS: [&str; 4] = ["manifest", "references", "desired", "status"];
 

@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::{Component, InstancePre};
 
-use super::bindings::{Manifest, WriteModel};
+use super::bindings::{Manifest, ReachManifest, WriteModel};
 use super::call_error::{CallError, CallResult};
 use super::call_state::CallState;
 use super::compiler::{CompileError, OutOfProcess, Tier, millis};
@@ -22,7 +22,7 @@ use super::contract::ContractError;
 use super::engine::ModuleEngine;
 use super::reconciler::Reconciler;
 use code::{Code, LinkError};
-use manifest_check::{check_manifest, empty_manifest};
+use manifest_check::{check_manifest, check_reach, empty_manifest};
 
 /// Where a module came from, for every message about it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -120,6 +120,9 @@ pub struct LogicModule {
     /// How the host writes its answers (`writes`, 1.2; `replace` for a
     /// module that exports none).
     write_model: WriteModel,
+    /// What it reaches beyond its parent's namespace (`reach`, 1.3); none
+    /// for a module that exports no `reach`.
+    reach: Option<Arc<ReachManifest>>,
 }
 
 impl std::fmt::Debug for LogicModule {
@@ -307,19 +310,27 @@ impl LogicModule {
             status_schema: None,
             imports_wasi: checked.imports_wasi,
             write_model: WriteModel::Replace,
+            reach: None,
         };
-        let (manifest, write_model) = module
+        let (manifest, write_model, reach) = module
             .reconciler()
             .and_then(|mut r| {
                 let manifest = r.manifest();
-                let write_model = if manifest.is_ok() { r.write_model() } else { Ok(WriteModel::Replace) };
+                let (write_model, reach) = match manifest {
+                    Ok(_) => (r.write_model(), r.reach_manifest()),
+                    Err(_) => (Ok(WriteModel::Replace), Ok(None)),
+                };
                 r.take_log().emit(&module.source.to_string(), None);
-                Ok((manifest?, write_model?))
+                Ok((manifest?, write_model?, reach?))
             })
             .map_err(|error| LoadError::Manifest { source_name: module.source.clone(), error })?;
         module.write_model = write_model;
-        check_manifest(&manifest)
-            .map_err(|problem| LoadError::BadManifest { source_name: module.source.clone(), problem })?;
+        let bad_manifest = |problem| LoadError::BadManifest { source_name: module.source.clone(), problem };
+        check_manifest(&manifest).map_err(bad_manifest)?;
+        if let Some(reach) = &reach {
+            check_reach(reach).map_err(bad_manifest)?;
+        }
+        module.reach = reach.map(Arc::new);
         module.status_schema = super::crd_check::status_schema(&manifest.crd, &manifest.parent).map(Arc::new);
         module.manifest = Arc::new(manifest);
         Ok(module)
@@ -375,6 +386,11 @@ impl LogicModule {
     /// loaded.
     pub fn write_model(&self) -> WriteModel {
         self.write_model
+    }
+
+    /// What the module reaches (`reach`, 1.3), when it exports it.
+    pub fn reach(&self) -> Option<&ReachManifest> {
+        self.reach.as_deref()
     }
 
     /// The schema of the parent's status in the CRD the module ships: a

@@ -4,9 +4,9 @@
 use wasmtime::Store;
 use wasmtime::component::{ComponentExportIndex, Instance};
 
-use super::answer::{BoundedText, BoundedTexts};
-use super::bindings::exports::wasm_operator::controller::{reconciler as wit, writes};
-use super::bindings::{Manifest, ObjectRef, WriteModel};
+use super::answer::{BoundedText, BoundedTexts, DesiredState, LiftedDesiredState};
+use super::bindings::exports::wasm_operator::controller::{reach, reconciler as wit, writes};
+use super::bindings::{Manifest, ObjectRef, ReachManifest, WriteModel};
 use super::call_error::{CallError, CallResult, LogicError, failure};
 use super::call_state::CallState;
 use super::engine::DEADLINE_TICKS;
@@ -18,31 +18,45 @@ pub struct Reconciler {
     guest: wit::Guest,
     /// `writes` (1.2), when the module exports it.
     writes: Option<writes::Guest>,
+    /// `reach` (1.3), when the module exports it, and its `answer`.
+    reach: Option<(reach::Guest, ComponentExportIndex)>,
     instance: Instance,
     desired_export: ComponentExportIndex,
     status_export: ComponentExportIndex,
     imports_wasi: bool,
 }
 
+/// The exports of one instance the bindings do not call: `desired` and
+/// `status` by index for their bounded answers, and `reach` (1.3) when the
+/// module exports it, with its `answer` by index.
+pub(super) struct Exported {
+    pub(super) writes: Option<writes::Guest>,
+    pub(super) reach: Option<(reach::Guest, ComponentExportIndex)>,
+    pub(super) desired: ComponentExportIndex,
+    pub(super) status: ComponentExportIndex,
+}
+
 /// What one call reaches of an instance: the bindings' functions, and
-/// `desired` and `status` by export index for their bounded answers.
+/// `desired`, `status` and `answer` by export index for their bounded
+/// answers.
 struct Exports<'a> {
     guest: &'a wit::Guest,
     instance: Instance,
     desired: &'a ComponentExportIndex,
     status: &'a ComponentExportIndex,
+    answer: Option<&'a ComponentExportIndex>,
 }
 
 impl Reconciler {
     pub(super) fn new(
         store: Store<CallState>,
         guest: wit::Guest,
-        writes: Option<writes::Guest>,
         instance: Instance,
-        (desired_export, status_export): (ComponentExportIndex, ComponentExportIndex),
+        exported: Exported,
         imports_wasi: bool,
     ) -> Self {
-        Self { store, guest, writes, instance, desired_export, status_export, imports_wasi }
+        let Exported { writes, reach, desired, status } = exported;
+        Self { store, guest, writes, reach, instance, desired_export: desired, status_export: status, imports_wasi }
     }
 
     /// The store, with a fresh deadline: the timeout is per call, even on an
@@ -63,6 +77,7 @@ impl Reconciler {
             instance: self.instance,
             desired: &self.desired_export,
             status: &self.status_export,
+            answer: self.reach.as_ref().map(|(_, answer)| answer),
         };
         let store = &mut self.store;
         let answer = if self.imports_wasi && tokio::runtime::Handle::try_current().is_ok() {
@@ -99,6 +114,13 @@ impl Reconciler {
         self.call(|_, store| writes.call_model(store).map(Ok::<_, wit::Error>))
     }
 
+    /// What the module reaches (`reach`, 1.3); none for a module that
+    /// exports no `reach`.
+    pub fn reach_manifest(&mut self) -> CallResult<Option<ReachManifest>> {
+        let Some((reach, _)) = self.reach.clone() else { return Ok(None) };
+        self.call(|_, store| reach.call_manifest(store).map(|manifest| Ok::<_, wit::Error>(Some(manifest))))
+    }
+
     pub fn references(&mut self, parent: &str) -> CallResult<Vec<ObjectRef>> {
         self.call(|exports, store| exports.guest.call_references(store, parent))
     }
@@ -112,6 +134,34 @@ impl Reconciler {
                 )?;
             let (answer,) = desired.call(&mut *store, (parent, owned, related))?;
             Ok(answer.map(|texts| texts.0))
+        })
+    }
+
+    /// What the parent should have: `reach`'s `answer` (1.3) when the
+    /// module exports it, told the time `now`; otherwise `desired`'s
+    /// objects, with no timer and no labels for the parent.
+    pub fn answer(
+        &mut self,
+        parent: &str,
+        owned: &[String],
+        related: &[String],
+        now: &str,
+    ) -> CallResult<DesiredState> {
+        if self.reach.is_none() {
+            return self.desired(parent, owned, related).map(DesiredState::objects);
+        }
+        self.call(|exports, store| {
+            let Some(index) = exports.answer else {
+                return Err(wasmtime::Error::msg("the module's reach exports no answer"));
+            };
+            let answer = exports
+                .instance
+                .get_typed_func::<(&str, &[String], &[String], &str), (Result<LiftedDesiredState, wit::Error>,)>(
+                    &mut *store,
+                    index,
+                )?;
+            let (answered,) = answer.call(&mut *store, (parent, owned, related, now))?;
+            Ok(answered.map(DesiredState::from))
         })
     }
 

@@ -68,7 +68,7 @@ pub mod prelude {
 /// The contract's calls on JSON texts, answered by a [`Reconciler`]: what the
 /// host sends and receives, for a module's own tests.
 pub mod run {
-    pub use crate::reconciler::{desired, references, status};
+    pub use crate::reconciler::{Answer, answer, desired, references, status};
 }
 
 #[cfg(all(target_arch = "wasm32", feature = "component"))]
@@ -76,7 +76,7 @@ pub mod run {
 pub mod bindings {
     wit_bindgen::generate!({
         path: "wit",
-        world: "logic-module-writes",
+        world: "logic-module-reach",
         pub_export_macro: true,
         export_macro_name: "__export_logic_module",
         default_bindings_module: "::wasm_operator_sdk::bindings",
@@ -87,6 +87,13 @@ pub mod bindings {
 #[cfg(all(target_arch = "wasm32", feature = "component"))]
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::bindings::exports::wasm_operator::controller::admission::{
+        Guest as AdmissionGuest, Operation as WitOperation,
+    };
+    pub use crate::bindings::exports::wasm_operator::controller::reach::{
+        DesiredState as WitDesiredState, Finalizing as WitFinalizing, Guest as ReachGuest,
+        ReachManifest as WitReachManifest, Selection as WitSelection,
+    };
     pub use crate::bindings::exports::wasm_operator::controller::reconciler::{
         Error as WitError, FieldError as WitFieldError, Guest, KindInfo, ModuleManifest, ObjectRef as WitObjectRef,
     };
@@ -165,6 +172,44 @@ pub mod __private {
         crate::run::desired::<R>(parent, owned, related).map_err(error)
     }
 
+    /// What the module reaches beyond its parent's namespace: nothing yet
+    /// in this SDK beyond the answers' timers, which need no flag.
+    pub fn reach_manifest() -> WitReachManifest {
+        start();
+        WitReachManifest {
+            any_namespace: false,
+            selects: false,
+            finalizes: false,
+            parent_label_keys: Vec::new(),
+            parent_annotation_keys: Vec::new(),
+            decorates: None,
+        }
+    }
+
+    pub fn answer<R: Reconciler>(
+        parent: &str,
+        owned: &[String],
+        related: &[String],
+        now: &str,
+    ) -> Result<WitDesiredState, WitError> {
+        start();
+        let answer = crate::run::answer::<R>(parent, owned, related, now).map_err(error)?;
+        // A timer past u32 milliseconds (49 days) is past any resync.
+        let again_after_ms = answer.again_after.map(|after| u32::try_from(after.as_millis()).unwrap_or(u32::MAX));
+        Ok(WitDesiredState {
+            objects: answer.objects,
+            again_after_ms,
+            parent_labels: Vec::new(),
+            parent_annotations: Vec::new(),
+        })
+    }
+
+    /// Asked only of a module whose reach says it finalizes, which none
+    /// built with this SDK does.
+    pub fn unsupported(what: &str) -> WitError {
+        WitError::Unsupported(format!("this module {what}"))
+    }
+
     pub fn status<R: Reconciler>(
         parent: &str,
         owned: &[String],
@@ -220,6 +265,48 @@ macro_rules! export_reconciler {
             impl sdk::WritesGuest for Export {
                 fn model() -> sdk::WitWriteModel {
                     sdk::write_model::<$reconciler>()
+                }
+            }
+
+            impl sdk::ReachGuest for Export {
+                fn manifest() -> sdk::WitReachManifest {
+                    sdk::reach_manifest()
+                }
+
+                fn selections(_parent: String) -> Result<Vec<sdk::WitSelection>, sdk::WitError> {
+                    Ok(Vec::new())
+                }
+
+                fn answer(
+                    parent: String,
+                    owned: Vec<String>,
+                    related: Vec<String>,
+                    now: String,
+                ) -> Result<sdk::WitDesiredState, sdk::WitError> {
+                    sdk::answer::<$reconciler>(&parent, &owned, &related, &now)
+                }
+
+                fn finalize(
+                    _parent: String,
+                    _owned: Vec<String>,
+                    _related: Vec<String>,
+                    _now: String,
+                ) -> Result<sdk::WitFinalizing, sdk::WitError> {
+                    Err(sdk::unsupported("does not finalize"))
+                }
+            }
+
+            impl sdk::AdmissionGuest for Export {
+                fn takes_part() -> bool {
+                    false
+                }
+
+                fn review(
+                    _parent: String,
+                    _old: Option<String>,
+                    _operation: sdk::WitOperation,
+                ) -> Result<Vec<String>, sdk::WitError> {
+                    Err(sdk::unsupported("takes no part in admission"))
                 }
             }
 

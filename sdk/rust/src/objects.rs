@@ -2,6 +2,9 @@
 //! objects as the server has them, the related objects, the time, why the
 //! last step failed) and what it answers (objects of owned kinds).
 
+use std::cell::Cell;
+use std::time::Duration;
+
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube_core::Resource;
 use serde::Serialize;
@@ -55,6 +58,8 @@ pub struct Context {
     pub(crate) related: Vec<Value>,
     pub(crate) now: Option<Time>,
     pub(crate) problem: Option<String>,
+    /// The timer `desired` asked for ([`Context::reconcile_after`]).
+    pub(crate) again_after: Cell<Option<Duration>>,
 }
 
 fn is<K: Resource<DynamicType = ()>>(object: &Value) -> bool {
@@ -80,7 +85,7 @@ fn typed<K: DeserializeOwned>(object: &Value) -> Option<K> {
 impl Context {
     /// For tests: a context with these owned and related objects.
     pub fn new(owned: Vec<Value>, related: Vec<Value>) -> Self {
-        Context { owned, related, now: None, problem: None }
+        Context { owned, related, now: None, problem: None, again_after: Cell::new(None) }
     }
 
     /// For tests: the time `status` is called at, and why the reconcile failed.
@@ -116,9 +121,27 @@ impl Context {
         &self.related
     }
 
-    /// The time of this `status` call (the epoch during `desired`).
+    /// The time of this call: of `status`, and of `desired` on a host of
+    /// contract 1.3 or later (the epoch during `desired` on an older one).
     pub fn now(&self) -> Time {
         self.now.clone().unwrap_or_else(|| Time(Default::default()))
+    }
+
+    /// During `desired`: reconcile this parent again after `after`, even
+    /// if nothing it reads changes (a deadline, a poll). The host keeps one
+    /// timer per parent, waits at least a second, and comes back sooner if
+    /// something changes (its resync too); each answer sets the timer anew,
+    /// so an answer that asks nothing clears it. Asked more than once in
+    /// one answer, the soonest wins. A host older than contract 1.3 ignores
+    /// it.
+    pub fn reconcile_after(&self, after: Duration) {
+        let soonest = self.again_after.get().map_or(after, |asked| asked.min(after));
+        self.again_after.set(Some(soonest));
+    }
+
+    /// The timer this answer asked for, if any (for a module's tests).
+    pub fn again_after(&self) -> Option<Duration> {
+        self.again_after.get()
     }
 
     /// Why this reconcile failed (the host's `invalid: ...` for an invalid
@@ -159,5 +182,15 @@ mod tests {
         let ctx = ctx.at("2026-11-25T10:00:00Z", Some("invalid: spec.x: no"));
         assert_eq!(ctx.problem(), Some("invalid: spec.x: no"));
         assert_eq!(ctx.now().0.to_string(), "2026-11-25T10:00:00Z");
+    }
+
+    #[test]
+    fn the_soonest_timer_asked_wins() {
+        let ctx = Context::default();
+        assert_eq!(ctx.again_after(), None);
+        ctx.reconcile_after(Duration::from_secs(30));
+        ctx.reconcile_after(Duration::from_secs(5));
+        ctx.reconcile_after(Duration::from_secs(60));
+        assert_eq!(ctx.again_after(), Some(Duration::from_secs(5)));
     }
 }

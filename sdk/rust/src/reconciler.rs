@@ -4,6 +4,8 @@
 //! tests run them natively (`wasm_operator_sdk::run`) and the component
 //! export (`export_reconciler!`) only converts types.
 
+use std::time::Duration;
+
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -36,7 +38,8 @@ pub trait Reconciler {
     /// controller owner reference; with [`WriteModel::Replace`] it merges
     /// the object onto the one the server has, keeping what the server
     /// filled in, and with [`WriteModel::Apply`] the host applies it as it
-    /// is. An owned object not in the answer is deleted.
+    /// is. An owned object not in the answer is deleted. `ctx.now()` is the
+    /// time, and [`Context::reconcile_after`] asks to be called again.
     fn desired(parent: &Self::Parent, ctx: &Context) -> Result<Vec<Object>, Error>;
 
     /// The parent's status from the owned objects as they are after the
@@ -98,16 +101,37 @@ pub fn references<R: Reconciler>(parent: &str) -> Result<Vec<ObjectRef>, Error> 
     R::references(&typed_parent(&value)?)
 }
 
+/// What `answer` (contract 1.3) answers: the objects, as `desired`
+/// answers them, and the timer the module asked for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Answer {
+    pub objects: Vec<String>,
+    pub again_after: Option<Duration>,
+}
+
 /// What the host sends for `desired`, answered by `R`: JSON texts in, the
 /// objects to write out (namespaced, owned, and with `WriteModel::Replace`
 /// merged onto the current ones).
 pub fn desired<R: Reconciler>(parent: &str, owned: &[String], related: &[String]) -> Result<Vec<String>, Error> {
+    let ctx = Context::new(values("owned", owned)?, values("related", related)?);
+    objects::<R>(parent, &ctx)
+}
+
+/// What a host of contract 1.3 sends for `answer`, answered by `R`: as
+/// [`desired`], told the time (RFC 3339), and with the timer the module
+/// asked for.
+pub fn answer<R: Reconciler>(parent: &str, owned: &[String], related: &[String], now: &str) -> Result<Answer, Error> {
+    let ctx = Context::new(values("owned", owned)?, values("related", related)?).at(now, None);
+    let objects = objects::<R>(parent, &ctx)?;
+    Ok(Answer { objects, again_after: ctx.again_after() })
+}
+
+fn objects<R: Reconciler>(parent: &str, ctx: &Context) -> Result<Vec<String>, Error> {
     let parent_value = parse_value("parent", parent)?;
     let typed = typed_parent(&parent_value)?;
-    let ctx = Context::new(values("owned", owned)?, values("related", related)?);
     let namespace = text_at(&parent_value, "/metadata/namespace");
     let applies = R::WRITES == WriteModel::Apply;
-    R::desired(&typed, &ctx)?
+    R::desired(&typed, ctx)?
         .into_iter()
         .enumerate()
         .map(|(i, Object { value: mut object, replaced })| {

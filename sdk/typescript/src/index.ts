@@ -1,6 +1,6 @@
 /**
  * The wasm-operator SDK for TypeScript: a logic module (contract
- * `wasm-operator:controller@1.2.0`) on plain objects. See README.md.
+ * `wasm-operator:controller@1.3.0`) on plain objects. See README.md.
  */
 
 export {

@@ -1,6 +1,6 @@
 /**
  * Lines a module writes to its operator's log, through the contract's
- * optional `log` import (`wasm-operator:controller/log@1.2.0`). The SDK
+ * optional `log` import (`wasm-operator:controller/log@1.3.0`). The SDK
  * never imports it itself, so it loads under plain Node: the module's entry
  * imports `write` and hands it to `defineModule({...}, { log: write })` (or
  * `setLogWriter`). Until then every line is dropped.

@@ -1,7 +1,7 @@
 /**
  * `defineModule`: an author's manifest and functions on plain objects, as the
  * `reconciler` export componentize-js expects (the WIT interface
- * `wasm-operator:controller/reconciler@1.2.0`: an exported object with one
+ * `wasm-operator:controller/reconciler@1.3.0`: an exported object with one
  * method per function, records as objects with camelCase fields, a
  * `result`'s error thrown as a value whose `payload` is the variant), and
  * `writesOf`, the `writes` export (an enum as its case's name).
@@ -157,7 +157,7 @@ export class ComponentError extends Error {
 }
 
 export interface DefineOptions {
-  /** The `log` import's `write` (`import { write } from "wasm-operator:controller/log@1.2.0"`). */
+  /** The `log` import's `write` (`import { write } from "wasm-operator:controller/log@1.3.0"`). */
   log?: LogWriter;
 }
 

@@ -30,6 +30,7 @@ pub struct Metrics {
     pub conflicts_retried: Family<KindLabels, Counter>,
     pub apply_conflicts: Family<KindLabels, Counter>,
     pub reconcile_steps: Family<StepLabels, Counter>,
+    pub parent_timers: Family<NameLabels, Gauge>,
     pub module_call_duration: HistogramFamily<FunctionLabels>,
     pub module_calls_in_flight: Family<NameLabels, Gauge>,
     pub module_failures: Family<FailureLabels, Counter>,
@@ -107,6 +108,12 @@ impl Default for Metrics {
             "reconcile_steps",
             "Reconciles woken once every write of the one before had landed (the next step of a controller written in steps: continued), and chains of them stopped after 10 in a row (stopped), by module",
             reconcile_steps.clone(),
+        );
+        let parent_timers = Family::<NameLabels, Gauge>::default();
+        registry.register(
+            "parent_timers",
+            "Parents whose last answer asked to be reconciled again after a while (a timer, reach 1.3), by module",
+            parent_timers.clone(),
         );
         let module_call_duration: HistogramFamily<FunctionLabels> = Family::new_with_constructor(module_histogram);
         registry.register(
@@ -197,7 +204,7 @@ impl Default for Metrics {
         let module_refused_answers = Family::<RefusedLabels, Counter>::default();
         registry.register(
             "module_refused_answers",
-            "Module answers the host refused before writing anything (another namespace, a kind not owned, another parent's controller, too many objects, too large, too deep, not UTF-8, duplicates, a status not an object, not JSON), by module and reason",
+            "Module answers the host refused before writing anything (another namespace, a kind not owned, another parent's controller, too many objects, too large, too deep, not UTF-8, duplicates, a status not an object, not JSON, labels or annotations for the parent that its reach does not name, or too many), by module and reason",
             module_refused_answers.clone(),
         );
         let heap_bytes = Family::<HeapLabels, Gauge>::default();
@@ -220,6 +227,7 @@ impl Default for Metrics {
             conflicts_retried,
             apply_conflicts,
             reconcile_steps,
+            parent_timers,
             module_call_duration,
             module_calls_in_flight,
             module_failures,
@@ -388,6 +396,12 @@ impl ModuleMetrics {
     pub fn reconcile_step(&self, outcome: &'static str) {
         let labels = StepLabels { module: self.module.clone(), outcome };
         self.metrics.reconcile_steps.get_or_create(&labels).inc();
+    }
+
+    /// How many parents have a timer now.
+    pub fn timers(&self, count: usize) {
+        let labels = NameLabels { module: self.module.clone() };
+        self.metrics.parent_timers.get_or_create(&labels).set(i64::try_from(count).unwrap_or(i64::MAX));
     }
 
     /// A call into the module started (`+1`) or ended (`-1`).

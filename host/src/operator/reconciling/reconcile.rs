@@ -17,8 +17,8 @@ use serde_json::Value;
 
 use crate::operator::context::{Calls, Context, ModuleCalls, ParentView};
 use crate::operator::errors::ReconcileError;
-use crate::operator::reconciling::applying;
 use crate::operator::reconciling::inputs::{Children, related_from_caches};
+use crate::operator::reconciling::{applying, timers};
 use crate::operator::recording::recorder::Reconciled;
 use crate::operator::swapping::serving::Serving;
 use crate::operator::swapping::{hot_swap, shadow_run};
@@ -62,7 +62,7 @@ pub async fn reconcile(parent: Arc<CachedObject>, ctx: Arc<Context>) -> Result<A
     let failure = result.as_ref().err().filter(|e| e.counts_against_the_module()).map(ToString::to_string);
     hot_swap::observe(&ctx, module, &key, failure);
     let label = match &result {
-        Ok(Verdict::Applied) => "success",
+        Ok(Verdict::Applied(_)) => "success",
         Ok(Verdict::Invalid) => "invalid",
         Ok(Verdict::Deleting) => "deleting",
         Err(_) => "error",
@@ -75,11 +75,16 @@ pub async fn reconcile(parent: Arc<CachedObject>, ctx: Arc<Context>) -> Result<A
         }
         // An invalid spec stays invalid until the parent changes.
         Ok(Verdict::Invalid) => Ok(Action::await_change()),
-        Ok(Verdict::Applied) => {
+        Ok(Verdict::Applied(timer)) => {
             ctx.backoff.reset(&key);
-            Ok(Action::requeue(ctx.resync_period))
+            ctx.metrics.timers(ctx.timers.answered(&key, timer));
+            Ok(Action::requeue(timers::next_reconcile(timer, ctx.resync_period)))
         }
-        Err(error) => Err(error),
+        Err(error) => {
+            // Its retry comes before any timer it had.
+            ctx.metrics.timers(ctx.timers.forget(&key));
+            Err(error)
+        }
     }
 }
 
@@ -99,7 +104,8 @@ pub fn error_policy(parent: Arc<CachedObject>, error: &ReconcileError, ctx: Arc<
 }
 
 enum Verdict {
-    Applied,
+    /// Its answer applied, with the timer it asked for.
+    Applied(Option<std::time::Duration>),
     Invalid,
     Deleting,
 }
@@ -122,6 +128,7 @@ async fn reconcile_parent(parent: &CachedObject, ctx: &Context, serving: &Servin
         ctx.metrics.reconcile_step("continued");
     }
     let parent_json = parent.module_json(&ctx.parent_kind);
+    let now = step::now();
     let regarding = parent.object_ref(&ctx.parent_kind.resource);
     let calls = ctx.calls(Calls::Recorded, module, (namespace, name));
 
@@ -139,6 +146,8 @@ async fn reconcile_parent(parent: &CachedObject, ctx: &Context, serving: &Servin
         children: &keys,
         keep_answer: ctx.recorder.enabled(),
         writing: applying.as_ref().map_or(Writing::Replace, Writing::Apply),
+        reach: module.reach(),
+        now: &now,
     };
     let mut related_keys = BTreeSet::new();
     let planned =
@@ -180,7 +189,7 @@ async fn reconcile_parent(parent: &CachedObject, ctx: &Context, serving: &Servin
             let written =
                 apply(ctx, &calls, &view, &regarding, &children, objects, deletes, answered, last_step).await?;
             next_step(ctx, &parent_key, &regarding, step, &written).await;
-            Ok(Verdict::Applied)
+            Ok(Verdict::Applied(plan.again_after))
         }
     }
 }
@@ -410,9 +419,12 @@ fn ask_again(
         keep_answer: false,
         // Asked again only after a replace's conflict.
         writing: Writing::Replace,
+        reach: view.module.reach(),
+        now: &step::now(),
     };
     match step::desire(calls, &inputs, view.related)? {
-        Desire::Wanted(objects) => objects
+        Desire::Wanted(wanted) => wanted
+            .objects
             .into_iter()
             .find(|o| o.kind_index == kind_index && o.name == name)
             .map(|o| o.value)

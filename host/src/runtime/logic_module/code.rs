@@ -5,12 +5,12 @@
 use wasmtime::component::{Component, ComponentExportIndex, InstancePre, Linker};
 
 use crate::runtime::bindings;
-use crate::runtime::bindings::exports::wasm_operator::controller::{reconciler as wit, writes};
+use crate::runtime::bindings::exports::wasm_operator::controller::{reach, reconciler as wit, writes};
 use crate::runtime::call_error::{CallResult, failure};
 use crate::runtime::call_state::{CallState, call_store};
 use crate::runtime::compiler::Tier;
-use crate::runtime::contract::{self, CONTRACT_VERSION, Checked, ContractError, WRITES};
-use crate::runtime::reconciler::Reconciler;
+use crate::runtime::contract::{self, CONTRACT_VERSION, Checked, ContractError, REACH, WRITES};
+use crate::runtime::reconciler::{Exported, Reconciler};
 use crate::runtime::wasi;
 
 /// Why a component could not be linked.
@@ -28,6 +28,9 @@ pub(super) struct Code {
     indices: wit::GuestIndices,
     /// `writes` (1.2), when the module exports it.
     writes: Option<writes::GuestIndices>,
+    /// `reach` (1.3), when the module exports it, and its `answer`, called
+    /// by index for its bounded answer.
+    reach: Option<(reach::GuestIndices, ComponentExportIndex)>,
     /// `desired` and `status`, called through [`BoundedTexts`] and
     /// [`BoundedText`] (`answer.rs`) rather than the bindings' own types.
     desired_export: ComponentExportIndex,
@@ -59,6 +62,17 @@ impl Code {
             None => None,
             Some(_) => Some(writes::GuestIndices::new(&instance_pre).map_err(LinkError::Link)?),
         };
+        // Absent before 1.3.
+        let reach = match component.get_export_index(None, format!("{REACH}@{CONTRACT_VERSION}").as_str()) {
+            None => None,
+            Some(interface) => {
+                let indices = reach::GuestIndices::new(&instance_pre).map_err(LinkError::Link)?;
+                let answer = component
+                    .get_export_index(Some(&interface), "answer")
+                    .ok_or_else(|| LinkError::Link(wasmtime::Error::msg(format!("{REACH} exports no answer"))))?;
+                Some((indices, answer))
+            }
+        };
         let export = |name: &str| {
             let interface = component.get_export_index(None, &checked.export);
             component
@@ -66,7 +80,7 @@ impl Code {
                 .ok_or_else(|| LinkError::Link(wasmtime::Error::msg(format!("{} exports no {name}", checked.export))))
         };
         let (desired_export, status_export) = (export("desired")?, export("status")?);
-        Ok((Self { instance_pre, indices, writes, desired_export, status_export, tier }, checked))
+        Ok((Self { instance_pre, indices, writes, reach, desired_export, status_export, tier }, checked))
     }
 
     /// A fresh instance of the reconciler, in its own store.
@@ -78,7 +92,13 @@ impl Code {
             Some(indices) => Some(indices.load(&mut store, &instance).map_err(|error| failure(&store, error))?),
             None => None,
         };
-        let exports = (self.desired_export, self.status_export);
-        Ok(Reconciler::new(store, guest, writes, instance, exports, imports_wasi))
+        let reach = match &self.reach {
+            Some((indices, answer)) => {
+                Some((indices.load(&mut store, &instance).map_err(|error| failure(&store, error))?, *answer))
+            }
+            None => None,
+        };
+        let exported = Exported { writes, reach, desired: self.desired_export, status: self.status_export };
+        Ok(Reconciler::new(store, guest, instance, exported, imports_wasi))
     }
 }

@@ -1,7 +1,7 @@
 //! What the host relies on in the manifest a module declares of itself,
 //! and the empty manifest a module holds until its own is read.
 
-use crate::runtime::bindings::{KindInfo, Manifest};
+use crate::runtime::bindings::{KindInfo, Manifest, ReachManifest};
 use crate::runtime::crd_check;
 
 fn empty_kind() -> KindInfo {
@@ -45,4 +45,50 @@ pub(super) fn check_manifest(manifest: &Manifest) -> Result<(), String> {
         return Err("owned names no kinds".into());
     }
     crd_check::check(&manifest.crd, &manifest.parent)
+}
+
+/// What this host runs of a module's `reach` (1.3): its timers. A module
+/// that asks for more is refused at load, naming the field, rather than
+/// run without what it relies on.
+pub(super) fn check_reach(reach: &ReachManifest) -> Result<(), String> {
+    let asks = [
+        ("any-namespace", reach.any_namespace),
+        ("selects", reach.selects),
+        ("finalizes", reach.finalizes),
+        ("parent-label-keys", !reach.parent_label_keys.is_empty()),
+        ("parent-annotation-keys", !reach.parent_annotation_keys.is_empty()),
+        ("decorates", reach.decorates.is_some()),
+    ];
+    let unsupported: Vec<&str> = asks.iter().filter(|(_, asked)| *asked).map(|(field, _)| *field).collect();
+    if unsupported.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "reach: this host does not run {} yet; of `reach` it runs the answers' timers (again-after-ms)",
+        unsupported.join(", ")
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reach() -> ReachManifest {
+        ReachManifest {
+            any_namespace: false,
+            selects: false,
+            finalizes: false,
+            parent_label_keys: Vec::new(),
+            parent_annotation_keys: Vec::new(),
+            decorates: None,
+        }
+    }
+
+    #[test]
+    fn a_reach_asking_for_what_this_host_does_not_run_is_refused_naming_the_fields() {
+        assert_eq!(check_reach(&reach()), Ok(()));
+        let asking = ReachManifest { finalizes: true, parent_label_keys: vec!["team".into()], ..reach() };
+        let refused = check_reach(&asking).expect_err("refused");
+        assert!(refused.starts_with("reach: this host does not run finalizes, parent-label-keys yet"), "{refused}");
+    }
 }

@@ -45,7 +45,7 @@ before(async () => {
   writeFileSync(join(out, "log.js"), "export const lines = [];\nexport function write(level, message) { lines.push([level, message]); }\n");
   execFileSync(
     join(moduleDir, "node_modules/.bin/jco"),
-    ["transpile", wasm, "-o", out, "--name", "notice", "--quiet", "--map", "wasm-operator:controller/log@1.2.0=./log.js"],
+    ["transpile", wasm, "-o", out, "--name", "notice", "--quiet", "--map", "wasm-operator:controller/log@1.3.0=./log.js"],
     { stdio: "inherit" },
   );
   lines = ((await import(pathToFileURL(join(out, "log.js")).href)) as { lines: [string, string][] }).lines;
