@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds a TypeScript logic module into a component with componentize-js,
-# against wit/controller (world `logic-module-writes`):
+# against wit/controller (world `logic-module-reach`):
 #
 #   scripts/build-typescript-module.sh [MODULE_DIR] [OUT]
 #
@@ -14,7 +14,9 @@
 # contract's `wasm-operator:controller/...` imports stay imports; `*.yaml`
 # files are imported as text), from an entry that exports what src/app.ts
 # exports and `writes`, the write model its `reconciler` was defined with
-# (the SDK's `writesOf`); then componentize-js.
+# (the SDK's `writesOf`), `reach`, its `desired` told the time with the timer
+# it asks for (`reachOf`), and `admission` (the SDK's: no part); then
+# componentize-js.
 #
 # Knobs (environment): WIT_DIR (default wit/controller); JS_FEATURES, the
 # componentize-js engine features to keep (default none: the component then
@@ -64,10 +66,12 @@ bin=$module/node_modules/.bin
     --outfile="$bundle_path") <<'END'
 export * from "./src/app.ts";
 import { reconciler } from "./src/app.ts";
-import { writesOf } from "@wasm-operator/sdk";
+import { reachOf, writesOf } from "@wasm-operator/sdk";
 export const writes = writesOf(reconciler);
+export const reach = reachOf(reconciler);
+export { admission } from "@wasm-operator/sdk";
 END
 # Write next to the output and rename, so a failed build leaves no half file.
-"$bin/componentize-js" --wit "$wit" --world-name logic-module-writes "${disable_flags[@]}" -o "$out.tmp" "$bundle"
+"$bin/componentize-js" --wit "$wit" --world-name logic-module-reach "${disable_flags[@]}" -o "$out.tmp" "$bundle"
 mv "$out.tmp" "$out"
 echo "built $(pwd)/$out ($(wc -c < "$out") bytes)"

@@ -5,6 +5,8 @@
 
 export {
   ComponentError,
+  EPOCH,
+  answerOf,
   defineModule,
   finishDesired,
   guard,
@@ -13,6 +15,7 @@ export {
   writesOf,
   type Context,
   type DefineOptions,
+  type DesiredAnswer,
   type KindInfo,
   type Manifest,
   type ModuleDefinition,
@@ -25,6 +28,7 @@ export {
   type WriteModel,
   type Writes,
 } from "./module.js";
+export { admission, reachOf, type Admission, type Reach, type WitDesiredState, type WitReachManifest } from "./reach.js";
 export {
   InvalidError,
   MalformedError,

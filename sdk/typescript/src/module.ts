@@ -3,8 +3,10 @@
  * `reconciler` export componentize-js expects (the WIT interface
  * `wasm-operator:controller/reconciler@1.3.0`: an exported object with one
  * method per function, records as objects with camelCase fields, a
- * `result`'s error thrown as a value whose `payload` is the variant), and
- * `writesOf`, the `writes` export (an enum as its case's name).
+ * `result`'s error thrown as a value whose `payload` is the variant),
+ * `writesOf`, the `writes` export (an enum as its case's name), and what
+ * `reachOf` (src/reach.ts) answers `reach.answer` with: `desired` told the
+ * time, with the timer it asked for.
  */
 
 import { MalformedError, toWitError, type FieldError, type WitError } from "./errors.js";
@@ -60,12 +62,26 @@ export interface Context {
   owned: ObjectSet;
   /** The referenced objects that exist. */
   related: ObjectSet;
+  /**
+   * The time of this call, RFC 3339: of `status`, and of `desired` on a host
+   * of contract 1.3 or later (`EPOCH` during `desired` on an older one).
+   */
+  now: string;
+  /**
+   * During `desired`: reconcile this parent again after `seconds` (a
+   * fraction is fine; whole milliseconds count), even if nothing it reads
+   * changes (a deadline, a poll). The host keeps one timer per parent,
+   * waits at least a second, and comes back sooner if something changes
+   * (its resync too); each answer sets the timer anew, so an answer that
+   * asks nothing clears it. Asked more than once in one answer, the soonest
+   * wins. A host older than contract 1.3 ignores it, and so does `status`.
+   * A negative or non-finite `seconds` is a bug (a `TypeError`).
+   */
+  reconcileAfter(seconds: number): void;
 }
 
 /** What `status` gets besides the parent. */
 export interface StatusContext extends Context {
-  /** The current time, RFC 3339. */
-  now: string;
   /** Why this reconcile failed (e.g. the host's `invalid: ...`), if it did; report it. */
   problem: string | undefined;
 }
@@ -141,6 +157,36 @@ export interface Reconciler {
 /** The `writes` export (`export const writes = writesOf(reconciler)`). */
 export interface Writes {
   model(): WriteModel;
+}
+
+/** What `desired` answers with the time it was told: the objects and the timer asked for, in milliseconds. */
+export interface DesiredAnswer {
+  objects: string[];
+  againAfterMs: number | undefined;
+}
+
+/** The time `desired` is told on a host older than contract 1.3, which tells none. */
+export const EPOCH = "1970-01-01T00:00:00Z";
+
+/** The longest timer the contract carries (`u32` milliseconds, 49 days): past any resync. */
+const MAX_TIMER_MS = 0xffff_ffff;
+
+/** Seconds as the contract's milliseconds; a `TypeError` for what is no duration. */
+function timerMs(seconds: number): number {
+  if (typeof seconds !== "number" || !Number.isFinite(seconds) || seconds < 0) {
+    throw new TypeError(`reconcileAfter: seconds must be a finite number >= 0, got ${String(seconds)}`);
+  }
+  return Math.min(Math.floor(seconds * 1000), MAX_TIMER_MS);
+}
+
+/** A context's objects and time, with `reconcileAfter` keeping the soonest timer asked. */
+function context(owned: ObjectSet, related: ObjectSet, now: string): { ctx: Context; timer: () => number | undefined } {
+  let soonest: number | undefined;
+  const reconcileAfter = (seconds: number) => {
+    const ms = timerMs(seconds);
+    soonest = soonest === undefined ? ms : Math.min(soonest, ms);
+  };
+  return { ctx: { owned, related, now, reconcileAfter }, timer: () => soonest };
 }
 
 /**
@@ -304,7 +350,24 @@ export function guard<T>(call: () => T, write?: LogWriter): T {
   }
 }
 
-const writeModels = new WeakMap<Reconciler, WriteModel>();
+/** What `defineModule` keeps of each reconciler it made, for the other exports. */
+interface Defined {
+  writes: WriteModel;
+  answer: (parent: string, owned: string[], related: string[], now: string) => DesiredAnswer;
+}
+
+const defined = new WeakMap<Reconciler, Defined>();
+
+/**
+ * `desired` of a reconciler told the time: with the timer its definition
+ * asked for when `defineModule` made it; for any other, its `desired`
+ * answer and no timer.
+ */
+export function answerOf(reconciler: Reconciler, parent: string, owned: string[], related: string[], now: string): DesiredAnswer {
+  const answer = defined.get(reconciler)?.answer;
+  if (answer !== undefined) return answer(parent, owned, related, now);
+  return { objects: reconciler.desired(parent, owned, related), againAfterMs: undefined };
+}
 
 /**
  * The `writes` export of a module whose `reconciler` export `defineModule`
@@ -313,7 +376,7 @@ const writeModels = new WeakMap<Reconciler, WriteModel>();
  * the component's entry, so a module's own file exports only `reconciler`.
  */
 export function writesOf(reconciler: Reconciler): Writes {
-  const model = writeModels.get(reconciler) ?? "replace";
+  const model = defined.get(reconciler)?.writes ?? "replace";
   return { model: () => model };
 }
 
@@ -330,6 +393,17 @@ export function defineModule<P extends KubeObject = KubeObject>(
   }
   const parse = (texts: readonly string[], what: string) =>
     new ObjectSet(texts.map((text, index) => parseObject(text, `${what} ${index}`)));
+  const answer = (parentText: string, ownedTexts: string[], relatedTexts: string[], now: string): DesiredAnswer =>
+    guard(() => {
+      const parent = parseObject(parentText, "parent") as P;
+      placement(parent);
+      const owned = parse(ownedTexts, "owned object");
+      const { ctx, timer } = context(owned, parse(relatedTexts, "related object"), now);
+      const objects = definition.desired(parent, ctx);
+      if (!Array.isArray(objects)) throw new TypeError("desired must return an array of objects");
+      const texts = objects.map((obj, index) => JSON.stringify(finishDesired(parent, owned, obj, index, writes)));
+      return { objects: texts, againAfterMs: timer() };
+    }, write);
   const reconciler: Reconciler = {
     manifest: () => witManifest(definition.manifest),
     references: (parentText) =>
@@ -339,26 +413,16 @@ export function defineModule<P extends KubeObject = KubeObject>(
         if (!Array.isArray(refs)) throw new TypeError("references must return an array");
         return refs.map(objectRef);
       }, write),
-    desired: (parentText, ownedTexts, relatedTexts) =>
-      guard(() => {
-        const parent = parseObject(parentText, "parent") as P;
-        placement(parent);
-        const owned = parse(ownedTexts, "owned object");
-        const related = parse(relatedTexts, "related object");
-        const answer = definition.desired(parent, { owned, related });
-        if (!Array.isArray(answer)) throw new TypeError("desired must return an array of objects");
-        return answer.map((obj, index) => JSON.stringify(finishDesired(parent, owned, obj, index, writes)));
-      }, write),
+    desired: (parentText, ownedTexts, relatedTexts) => answer(parentText, ownedTexts, relatedTexts, EPOCH).objects,
     status: (parentText, ownedTexts, relatedTexts, now, problem) =>
       guard(() => {
         const parent = parseObject(parentText, "parent") as P;
-        const owned = parse(ownedTexts, "owned object");
-        const related = parse(relatedTexts, "related object");
-        const status = definition.status(parent, { owned, related, now, problem: problem ?? undefined });
+        const { ctx } = context(parse(ownedTexts, "owned object"), parse(relatedTexts, "related object"), now);
+        const status = definition.status(parent, { ...ctx, problem: problem ?? undefined });
         if (!isObject(status)) throw new TypeError(`status must return an object, got ${typeName(status)}`);
         return JSON.stringify(prune(status));
       }, write),
   };
-  writeModels.set(reconciler, writes);
+  defined.set(reconciler, { writes, answer });
   return reconciler;
 }

@@ -3,13 +3,16 @@ import { afterEach, describe, it } from "node:test";
 
 import {
   ComponentError,
+  EPOCH,
   InvalidError,
   Problems,
   defineModule,
   describeError,
   invalid,
+  admission,
   log,
   malformed,
+  reachOf,
   replacing,
   setLogWriter,
   toWitError,
@@ -17,6 +20,7 @@ import {
   writesOf,
   type KubeObject,
   type LogLevel,
+  type Context,
   type ModuleDefinition,
 } from "../src/index.js";
 import { UID, desiredDeployment, ours, parent, serverDeployment } from "./fixtures.js";
@@ -310,6 +314,86 @@ describe("status", () => {
   it("refuses a status that is not an object", () => {
     const m = module({ status: () => [] as unknown as Record<string, unknown> });
     assert.throws(() => m.status(text(parent()), [], [], "t"), /status must return an object, got an array/);
+  });
+});
+
+describe("reach (contract 1.3)", () => {
+  const NOW = "2026-12-02T10:00:00Z";
+  /** A module whose desired asks for these timers (in seconds), and records the time it was told. */
+  function timed(seconds: number[], seen: string[] = []) {
+    return module({
+      desired: (_p, ctx: Context) => {
+        seen.push(ctx.now);
+        for (const s of seconds) ctx.reconcileAfter(s);
+        return [desiredDeployment()];
+      },
+    });
+  }
+
+  it("asks for nothing beyond the parent's namespace", () => {
+    assert.deepEqual(reachOf(module()).manifest(), {
+      anyNamespace: false,
+      selects: false,
+      finalizes: false,
+      parentLabelKeys: [],
+      parentAnnotationKeys: [],
+      decorates: undefined,
+    });
+    assert.deepEqual(reachOf(module()).selections(text(parent())), []);
+  });
+
+  it("answers desired's objects, told the time, with no timer by default", () => {
+    const seen: string[] = [];
+    const reconciler = timed([], seen);
+    const answer = reachOf(reconciler).answer(text(parent()), [], [], NOW);
+    assert.deepEqual(answer, {
+      objects: reconciler.desired(text(parent()), [], []),
+      againAfterMs: undefined,
+      parentLabels: [],
+      parentAnnotations: [],
+    });
+    assert.deepEqual(seen, [NOW, EPOCH], "desired (a 1.2 host) is told the epoch");
+  });
+
+  it("answers the timer asked for in milliseconds, the soonest when asked more than once", () => {
+    const after = (seconds: number[]) => reachOf(timed(seconds)).answer(text(parent()), [], [], NOW).againAfterMs;
+    assert.equal(after([30]), 30_000);
+    assert.equal(after([30, 5, 60]), 5_000);
+    assert.equal(after([1.5]), 1_500);
+    assert.equal(after([0.0004]), 0, "whole milliseconds");
+    assert.equal(after([100 * 24 * 3600]), 0xffff_ffff, "past u32 milliseconds: the longest the contract carries");
+  });
+
+  it("treats a timer that is no duration as a bug", () => {
+    for (const bad of [-1, Number.NaN, Number.POSITIVE_INFINITY]) {
+      assert.throws(() => reachOf(timed([bad])).answer(text(parent()), [], [], NOW), /reconcileAfter: seconds must be a finite number >= 0/);
+    }
+  });
+
+  it("answers the author's errors as the WIT variant", () => {
+    const failing = module({ desired: () => { throw invalid("spec.image", "must name a tag"); } });
+    assert.deepEqual(witError(() => reachOf(failing).answer(text(parent()), [], [], NOW)), {
+      tag: "invalid",
+      val: [{ path: "spec.image", message: "must name a tag" }],
+    });
+  });
+
+  it("for a reconciler defineModule did not make, answers its desired and no timer", () => {
+    const reconciler = { ...timed([5]) };
+    const answer = reachOf(reconciler).answer(text(parent()), [], [], NOW);
+    assert.deepEqual([answer.objects.length, answer.againAfterMs], [1, undefined]);
+  });
+
+  it("does not finalize, and takes no part in admission", () => {
+    assert.deepEqual(witError(() => reachOf(module()).finalize(text(parent()), [], [], NOW)), {
+      tag: "unsupported",
+      val: "this module does not finalize",
+    });
+    assert.equal(admission.takesPart(), false);
+    assert.deepEqual(witError(() => admission.review(text(parent()), undefined, "create")), {
+      tag: "unsupported",
+      val: "this module takes no part in admission",
+    });
   });
 });
 
