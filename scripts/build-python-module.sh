@@ -6,10 +6,11 @@
 # MODULE_DIR (default tests/modules/echo-py) holds app.py, which exports
 # `Reconciler`; OUT defaults to target/<folder name>.wasm (the Echo module:
 # target/echo-py.wasm). It is built against wit/controller (world
-# `logic-module-writes`), with the Python SDK (sdk/python/src: the package
+# `logic-module-reach`), with the Python SDK (sdk/python/src: the package
 # wasm_operator_sdk, nothing else) on its path, from the SDK's entry
-# (wasm_operator_sdk.entry: app.py's `Reconciler`, and `Writes`, the write
-# model its module declares). Installs what is missing first: a venv at
+# (wasm_operator_sdk.entry: app.py's `Reconciler`, `Writes`, the write
+# model its module declares, and `Reach` and `Admission`: its `desired`
+# told the time, with the timer it asks for). Installs what is missing first: a venv at
 # target/venv-componentize with the pinned tests/modules/echo-py/requirements.txt
 # (componentize-py and pytest), reinstalled when that file changes.
 #
@@ -59,7 +60,7 @@ export VIRTUAL_ENV="$(pwd)/$venv"
 # Write next to the output and rename, so a failed build leaves no half file.
 stub=()
 if [ "${STUB_WASI:-0}" = 1 ]; then stub=(-s); fi
-"$venv/bin/componentize-py" -d "$wit" -w logic-module-writes \
+"$venv/bin/componentize-py" -d "$wit" -w logic-module-reach \
     componentize wasm_operator_sdk.entry -p "$module" -p "$sdk_copy" "${stub[@]}" -o "$out.tmp"
 mv "$out.tmp" "$out"
 echo "built $(pwd)/$out ($(wc -c < "$out") bytes)"

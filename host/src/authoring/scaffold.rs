@@ -216,7 +216,7 @@ mod tests {
         }
         assert!(text("src/logic.ts").contains("interface StaticSite"));
         // The world with `writes`, made of the definition by the SDK's writesOf.
-        assert!(text("Makefile").contains("--world-name logic-module-writes") && text("Makefile").contains("writesOf"));
+        assert!(text("Makefile").contains("--world-name logic-module-reach") && text("Makefile").contains("writesOf"));
         assert!(text("vendor/wasm-operator-sdk/src/module.ts").contains("export function writesOf"));
         assert!(text("crd.yaml").contains("name: staticsites.sites.example.com"));
     }
@@ -253,7 +253,7 @@ mod tests {
         assert!(makefile.contains("WASM_OPERATOR ?= wasm-operator") && makefile.contains("target/static-site.wasm"));
         // The world with `writes`, from the SDK's entry (which the SDK vendors).
         assert!(
-            makefile.contains("-w logic-module-writes") && makefile.contains("componentize wasm_operator_sdk.entry")
+            makefile.contains("-w logic-module-reach") && makefile.contains("componentize wasm_operator_sdk.entry")
         );
         assert!(paths.contains(&"vendor/wasm-operator-sdk/src/wasm_operator_sdk/entry.py"), "{paths:?}");
     }

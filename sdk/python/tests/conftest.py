@@ -1,5 +1,5 @@
 """`bindings`: the Python bindings `componentize-py bindings` generates from
-wit/controller's world logic-module-writes (the types a component gets),
+wit/controller's world logic-module-reach (the types a component gets),
 importable for one test module.
 Skipped when componentize-py is not beside this Python."""
 
@@ -23,7 +23,7 @@ def bindings(tmp_path_factory):
     out = tmp_path_factory.mktemp("bindings")
     wit = os.environ.get("SDK_WIT_DIR", str(ROOT / "wit" / "controller"))
     run = subprocess.run(
-        [str(tool), "-d", wit, "-w", "logic-module-writes", "bindings", str(out)], capture_output=True, text=True
+        [str(tool), "-d", wit, "-w", "logic-module-reach", "bindings", str(out)], capture_output=True, text=True
     )
     assert run.returncode == 0, "componentize-py cannot read the contract:\n" + run.stderr[:2000]
     sys.path.insert(0, str(out))

@@ -10,6 +10,7 @@ from types import ModuleType
 import pytest
 
 from wasm_operator_sdk import (
+    Admission,
     Invalid,
     Kind,
     Malformed,
@@ -19,6 +20,7 @@ from wasm_operator_sdk import (
     WriteModel,
     component,
     log,
+    reach,
     reconciler,
     writes,
 )
@@ -114,6 +116,8 @@ def test_the_entry_exports_the_app_files_reconciler_and_its_writes(bindings, mon
     entry = importlib.import_module("wasm_operator_sdk.entry")
     assert entry.Reconciler is app.Reconciler
     assert entry.Writes().model() is wit.WriteModel.APPLY
+    assert entry.Reach.__name__ == "Reach"
+    assert entry.Admission is Admission
     # An app file's own Writes is kept.
     app.Writes = writes(Reconciler)
     assert importlib.reload(entry).Writes is app.Writes
@@ -276,3 +280,46 @@ def test_in_a_component_standard_output_and_error_go_nowhere(monkeypatch, capsys
     print("gone too", file=component.sys.stderr)
     component.sys.stdout.flush()
     assert capsys.readouterr() == ("", "")
+
+
+class Ticking(Site):
+    def desired(self, parent, ctx):
+        ctx.reconcile_after(30)
+        ctx.reconcile_after(2.5)
+        return super().desired(parent, ctx)
+
+
+def test_the_reach_class_answers_desired_with_its_timer(bindings):
+    wit = importlib.import_module("wit_world.exports.reach")
+    assert reach(Reconciler).__name__ == "Reach"
+    assert reach(Reconciler)().manifest() == wit.ReachManifest(False, False, False, [], [], None)
+    assert reach(Reconciler)().selections(parent()) == []
+    plain = reach(Reconciler)().answer(parent(), [], [], "2026-12-02T10:00:00Z")
+    assert plain == wit.DesiredState(Reconciler().desired(parent(), [], []), None, [], [])
+    ticking = reach(reconciler(Ticking()))().answer(parent(), [], [], "2026-12-02T10:00:00Z")
+    assert ticking.again_after_ms == 2_500
+    assert ticking.objects == plain.objects
+
+
+def test_the_reach_of_a_class_reconciler_did_not_make_has_no_timer(bindings):
+    class Hand:
+        def desired(self, parent, owned, related):
+            return ["{}"]
+
+    wit = importlib.import_module("wit_world.exports.reach")
+    assert reach(Hand)().answer(parent(), [], [], "now") == wit.DesiredState(["{}"], None, [], [])
+
+
+def test_reach_answers_module_errors_and_refuses_what_it_does_not_do(bindings):
+    wit, _, types = bindings
+    with pytest.raises(types.Err) as error:
+        reach(Reconciler)().answer(parent(fail="unsupported"), [], [], "now")
+    assert error.value.value == wit.Error_Unsupported("no such thing")
+    with pytest.raises(types.Err) as error:
+        reach(Reconciler)().finalize(parent(), [], [], "now")
+    assert error.value.value == wit.Error_Unsupported("this module does not finalize")
+    assert Admission().takes_part() is False
+    admission = importlib.import_module("wit_world.exports.admission")
+    with pytest.raises(types.Err) as error:
+        Admission().review(parent(), None, admission.Operation.CREATE)
+    assert error.value.value == wit.Error_Unsupported("this module takes no part in admission")

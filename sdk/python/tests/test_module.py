@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from wasm_operator_sdk import (
+    EPOCH,
+    Answer,
     Context,
     Invalid,
     Kind,
@@ -23,6 +25,7 @@ from wasm_operator_sdk import (
     observed_generation,
     read_text,
     replacing,
+    run_answer,
     run_desired,
     run_references,
     run_status,
@@ -361,3 +364,60 @@ def test_an_applying_module_still_refuses_another_controllers_object():
     with pytest.raises(Invalid) as error:
         desired(parent(), [other], mod=Applying())
     assert error.value.errors == [("metadata.ownerReferences", "owned by another controller (Blog them)")]
+
+
+class Timed(Site):
+    """Asks for the timers (seconds) its spec lists, and records the time it was told."""
+
+    def __init__(self):
+        self.told = []
+
+    def desired(self, parent, ctx):
+        self.told.append(ctx.now)
+        for seconds in parent["spec"].get("timers", []):
+            ctx.reconcile_after(seconds)
+        return super().desired(parent, ctx)
+
+
+def timed(*timers):
+    return json.dumps(
+        {"metadata": {"name": "blog", "namespace": "web", "uid": UID}, "spec": {"text": "t", "timers": list(timers)}}
+    )
+
+
+def test_answer_is_desired_told_the_time_with_no_timer_by_default():
+    mod = Timed()
+    answer = run_answer(mod, timed(), [], [], "2026-12-02T10:00:00Z")
+    assert answer == Answer(run_desired(mod, timed(), [], []), None)
+    assert mod.told == ["2026-12-02T10:00:00Z", EPOCH], "desired (a 1.2 host) is told the epoch"
+
+
+def test_answer_asks_for_the_soonest_timer_in_milliseconds():
+    def after(*timers):
+        return run_answer(Timed(), timed(*timers), [], [], "now").again_after_ms
+
+    assert after(30) == 30_000
+    assert after(30, 5, 60) == 5_000
+    assert after(1.5) == 1_500
+    assert after(0.0004) == 0, "whole milliseconds"
+    assert after(100 * 24 * 3600) == 2**32 - 1, "past u32 milliseconds: the longest the contract carries"
+
+
+def test_a_context_keeps_the_soonest_timer():
+    ctx = Context()
+    assert ctx.again_after is None
+    assert ctx.now == EPOCH
+    ctx.reconcile_after(30)
+    ctx.reconcile_after(5)
+    ctx.reconcile_after(60)
+    assert ctx.again_after == 5
+    assert StatusContext(Objects(), Objects(), "now", "p").problem == "p", "positional fields as before"
+
+
+@pytest.mark.parametrize(
+    ("seconds", "error"),
+    [(-1, ValueError), (float("nan"), ValueError), (float("inf"), ValueError), ("5", TypeError), (True, TypeError)],
+)
+def test_a_timer_that_is_no_duration_is_a_bug(seconds, error):
+    with pytest.raises(error, match="reconcile_after: seconds must be"):
+        Context().reconcile_after(seconds)

@@ -4,7 +4,7 @@ and merging. See sdk/python/README.md.
 """
 
 from . import log
-from .component import reconciler, writes
+from .component import Admission, reach, reconciler, writes
 from .errors import (
     FieldError,
     Invalid,
@@ -31,6 +31,8 @@ from .helpers import (
 )
 from .jsontext import JsonObject
 from .module import (
+    EPOCH,
+    Answer,
     Context,
     Kind,
     Manifest,
@@ -41,6 +43,7 @@ from .module import (
     WriteModel,
     module,
     read_text,
+    run_answer,
     run_desired,
     run_references,
     run_status,
@@ -48,6 +51,9 @@ from .module import (
 )
 
 __all__ = [
+    "EPOCH",
+    "Admission",
+    "Answer",
     "Context",
     "FieldError",
     "Invalid",
@@ -73,12 +79,14 @@ __all__ = [
     "module",
     "observed_generation",
     "owner_reference",
+    "reach",
     "read_text",
     "reconciler",
     "replace_at",
     "replaced_pointers",
     "replacing",
     "required",
+    "run_answer",
     "run_desired",
     "run_references",
     "run_status",

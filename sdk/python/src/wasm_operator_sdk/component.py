@@ -1,7 +1,10 @@
 """The componentize-py glue: `Reconciler = reconciler(MyModule())` in the
 module's app file gives componentize-py the class it instantiates for the
-`reconciler` export, and `writes(Reconciler)` the one for the `writes`
-export (which `wasm_operator_sdk.entry` makes for the app file).
+`reconciler` export, `writes(Reconciler)` the one for the `writes` export,
+`reach(Reconciler)` the one for contract 1.3's `reach` (whose `answer` a
+1.3 host asks instead of `desired`: told the time, with the timer the module
+asked for) and `Admission` the one for `admission` (no part), which
+`wasm_operator_sdk.entry` makes for the app file.
 
 The generated bindings (`wit_world`, `componentize_py_types`) are imported
 when a method runs, never when this file is imported, so a module and its
@@ -32,7 +35,7 @@ from typing import Any, TypeVar
 
 from . import log
 from .errors import Invalid, Malformed, ModuleError, Unsupported
-from .module import Kind, Module, WriteModel, run_desired, run_references, run_status, write_model
+from .module import Kind, Module, WriteModel, run_answer, run_desired, run_references, run_status, write_model
 
 T = TypeVar("T")
 
@@ -204,6 +207,7 @@ def reconciler(module: Module) -> type:
 
     Reconciler.__qualname__ = "Reconciler"
     Reconciler.write_model = write_model(module)  # type: ignore[attr-defined]
+    Reconciler.module = module  # type: ignore[attr-defined]
     return Reconciler
 
 
@@ -224,3 +228,69 @@ def writes(reconciler: type) -> type:
 
     Writes.__qualname__ = "Writes"
     return Writes
+
+
+def reach(reconciler: type) -> type:
+    """The `Reach` class componentize-py wants for the `reach` export
+    (contract 1.3): nothing asked beyond the parent's namespace; `answer` is
+    the module's `desired`, told the time, with the timer it asked for
+    (`ctx.reconcile_after`). For a class `reconciler()` did not make: its
+    `desired`, and no timer."""
+    module: Module | None = getattr(reconciler, "module", None)
+
+    class Reach:
+        def manifest(self) -> Any:
+            def run() -> Any:
+                from wit_world.exports import reach as wit  # type: ignore[import-not-found, unused-ignore]
+
+                return wit.ReachManifest(
+                    any_namespace=False,
+                    selects=False,
+                    finalizes=False,
+                    parent_label_keys=[],
+                    parent_annotation_keys=[],
+                    decorates=None,
+                )
+
+            return call("manifest", run)
+
+        def selections(self, parent: str) -> list[Any]:
+            return []
+
+        def answer(self, parent: str, owned: list[str], related: list[str], now: str) -> Any:
+            def run() -> Any:
+                from wit_world.exports import reach as wit  # type: ignore[import-not-found, unused-ignore]
+
+                if module is None:
+                    objects, again_after_ms = reconciler().desired(parent, owned, related), None
+                else:
+                    answer = run_answer(module, parent, owned, related, now)
+                    objects, again_after_ms = answer.objects, answer.again_after_ms
+                return wit.DesiredState(
+                    objects=objects, again_after_ms=again_after_ms, parent_labels=[], parent_annotations=[]
+                )
+
+            return call("answer", run)
+
+        def finalize(self, parent: str, owned: list[str], related: list[str], now: str) -> Any:
+            return call("finalize", lambda: _refuse("does not finalize"))
+
+    Reach.__qualname__ = "Reach"
+    return Reach
+
+
+def _refuse(what: str) -> Any:
+    """Asked only of a module whose reach or admission says it takes part,
+    which none on this SDK does."""
+    raise Unsupported("this module " + what)
+
+
+class Admission:
+    """The class componentize-py wants for the `admission` export (contract
+    1.3): a module on this SDK takes no part."""
+
+    def takes_part(self) -> bool:
+        return False
+
+    def review(self, parent: str, old: str | None, operation: Any) -> list[str]:
+        return call("review", lambda: _refuse("takes no part in admission"))

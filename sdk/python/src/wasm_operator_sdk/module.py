@@ -1,5 +1,6 @@
 """Defining a module: its manifest and the three functions an author
-writes, and the glue that runs them on the contract's JSON texts.
+writes, and the glue that runs them on the contract's JSON texts (and
+`desired` as contract 1.3's `answer`: told the time, with its timer).
 
 The `run_*` functions here are the whole contract on plain Python values
 (texts in, texts out, `ModuleError`s raised); `component.reconciler` puts
@@ -9,6 +10,7 @@ them behind componentize-py's bindings.
 from __future__ import annotations
 
 import copy
+import math
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -134,14 +136,46 @@ class Objects(Sequence[JsonObject]):
         return f"Objects({self._objects!r})"
 
 
+# The time `desired` is told on a host older than contract 1.3, which tells none.
+EPOCH = "1970-01-01T00:00:00Z"
+
+# The longest timer the contract carries (u32 milliseconds, 49 days): past any resync.
+MAX_TIMER_MS = 2**32 - 1
+
+
 @dataclass
 class Context:
     """What `desired` gets beside the parent: the objects of owned kinds the
-    parent controls now (as the server returned them) and the referenced
-    objects that exist."""
+    parent controls now (as the server returned them), the referenced
+    objects that exist, and `now`, the time of the call (RFC 3339; `EPOCH`
+    on a host older than contract 1.3)."""
 
     owned: Objects = field(default_factory=Objects)
     related: Objects = field(default_factory=Objects)
+    now: str = EPOCH
+    _again_after: Optional[float] = field(default=None, init=False, repr=False, compare=False)
+
+    def reconcile_after(self, seconds: float) -> None:
+        """During `desired`: reconcile this parent again after `seconds` (a
+        fraction is fine; whole milliseconds count), even if nothing it
+        reads changes (a deadline, a poll). The host keeps one timer per
+        parent, waits at least a second, and comes back sooner if something
+        changes (its resync too); each answer sets the timer anew, so an
+        answer that asks nothing clears it. Asked more than once in one
+        answer, the soonest wins. A host older than contract 1.3 ignores it,
+        and so does `status`. A negative, infinite or NaN `seconds` is a bug
+        (ValueError), and so is one that is no number (TypeError)."""
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+            raise TypeError(f"reconcile_after: seconds must be a number, got {type(seconds).__name__}")
+        if not math.isfinite(seconds) or seconds < 0:
+            raise ValueError(f"reconcile_after: seconds must be a finite number >= 0, got {seconds!r}")
+        if self._again_after is None or seconds < self._again_after:
+            self._again_after = seconds
+
+    @property
+    def again_after(self) -> Optional[float]:
+        """The timer this answer asked for, in seconds, if any (for a module's tests)."""
+        return self._again_after
 
 
 @dataclass
@@ -305,12 +339,29 @@ def run_references(module: Module, parent_text: object) -> list[ObjectRef]:
     return references
 
 
+@dataclass(frozen=True)
+class Answer:
+    """What `answer` (contract 1.3) answers: the objects, as `desired`
+    answers them, and the timer the module asked for, in milliseconds."""
+
+    objects: list[str]
+    again_after_ms: Optional[int] = None
+
+
 def run_desired(
     module: Module, parent_text: object, owned_texts: Sequence[object], related_texts: Sequence[object]
 ) -> list[str]:
     """The contract's `desired` on texts: the author's objects, each placed
     in the parent's namespace, adopted and (with `replace`) merged onto its
     current object."""
+    return run_answer(module, parent_text, owned_texts, related_texts, EPOCH).objects
+
+
+def run_answer(
+    module: Module, parent_text: object, owned_texts: Sequence[object], related_texts: Sequence[object], now: str
+) -> Answer:
+    """The contract's `answer` (1.3) on texts: as `run_desired`, told the
+    time (RFC 3339), with the timer `ctx.reconcile_after` asked for."""
     applies = write_model(module) is WriteModel.APPLY
     parent = _parent(module, parent_text)
     _placement(module, parent)
@@ -318,7 +369,7 @@ def run_desired(
     related = _objects(related_texts, "related")
     current = {_identity(obj): obj for obj in owned}
     # The author may change the objects it is given: merge onto pristine copies.
-    ctx = Context(Objects(copy.deepcopy(owned)), Objects(related))
+    ctx = Context(Objects(copy.deepcopy(owned)), Objects(related), now)
     namespace = parent["metadata"].get("namespace")
     answers = []
     for index, obj in enumerate(module.desired(parent, ctx)):
@@ -339,7 +390,8 @@ def run_desired(
             for pointer in replaced:
                 replace_at(merged, obj, pointer)
         answers.append(dump(merged))
-    return answers
+    after = ctx.again_after
+    return Answer(answers, None if after is None else min(int(after * 1000), MAX_TIMER_MS))
 
 
 def run_status(
