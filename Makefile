@@ -55,10 +55,14 @@ QUEUE_V2_MODULE := target/queue-v2.wasm
 QUEUE_TS_MODULE := target/queue-ts.wasm
 QUEUE_PY_MODULE := target/queue-py.wasm
 QUEUE_MODULES := $(QUEUE_MODULE) $(QUEUE_V2_MODULE) $(QUEUE_TS_MODULE) $(QUEUE_PY_MODULE)
-# The Countdown example (examples/countdown): a status reconciled on its own timer.
+# The Countdown example (examples/countdown): a status reconciled on its own timer,
+# in Rust, TypeScript and Python, held to the same golden cases (host/tests/authoring.rs).
+COUNTDOWN := examples/countdown
 COUNTDOWN_MODULE := target/countdown.wasm
+COUNTDOWN_TS := target/countdown-ts.wasm
+COUNTDOWN_PY := target/countdown-py.wasm
 TEST_MODULES := $(TEST_MODULE) $(TEST_MODULE_VARIANTS) $(QUEUE_MODULES) $(PY_MODULE) $(TS_MODULE) $(STATIC_SITE_MODULES) \
-	$(COUNTDOWN_MODULE)
+	$(COUNTDOWN_MODULE) $(COUNTDOWN_TS) $(COUNTDOWN_PY)
 
 .PHONY: all build wasm test manifests bench bench-e2e bench-100k code-order guest-code-order bench-swap bench-plan bench-compile run render-samples envtest clean
 .PHONY: playground playground-serve test-embeddings test-browser test-python-module test-typescript lint test-authoring
@@ -149,19 +153,29 @@ $(STATIC_SITE_PY): $(wildcard $(STATIC_SITE)/python/*.py) $(STATIC_SITE)/python/
 		wit/controller/controller.wit scripts/build-python-module.sh
 	bash scripts/build-python-module.sh $(STATIC_SITE)/python $@
 
+$(COUNTDOWN_TS): $(wildcard $(COUNTDOWN)/typescript/src/*.ts) $(addprefix $(COUNTDOWN)/typescript/,crd.yaml package.json package-lock.json) \
+		$(TS_SDK_SOURCES) wit/controller/controller.wit scripts/build-typescript-module.sh
+	bash scripts/build-typescript-module.sh $(COUNTDOWN)/typescript $@
+
+$(COUNTDOWN_PY): $(wildcard $(COUNTDOWN)/python/*.py) $(COUNTDOWN)/python/crd.yaml $(PY_SDK_SOURCES) \
+		wit/controller/controller.wit scripts/build-python-module.sh
+	bash scripts/build-python-module.sh $(COUNTDOWN)/python $@
+
 ## test-typescript: the TypeScript SDK's and the Notice module's unit tests and linters (tsc strict, eslint);
-## the module's tests also run the built component under Node (jco)
-test-typescript: $(TS_MODULE) $(STATIC_SITE_TS) $(QUEUE_TS_MODULE)
+## the module's tests also run the built component under Node (jco); the StaticSite's and Countdown's too
+test-typescript: $(TS_MODULE) $(STATIC_SITE_TS) $(QUEUE_TS_MODULE) $(COUNTDOWN_TS)
 	cd $(TS_SDK) && npm run --silent lint && npm test
 	cd $(TS_MODULE_DIR) && npm run --silent lint && npm test
 	cd tests/modules/queue-ts && npm run --silent lint
 	cd $(STATIC_SITE)/typescript && npm run --silent lint && npm test
+	cd $(COUNTDOWN)/typescript && npm run --silent lint && npm test
 
-## test-python-module: the Echo and StaticSite modules' logic and WIT adapter under CPython
+## test-python-module: the Echo, StaticSite and Countdown modules' logic and WIT adapter under CPython
 # (No bytecode: componentize-py bundles every file of the module's and the SDK's folders.)
-test-python-module: $(PY_MODULE) $(STATIC_SITE_PY)
+test-python-module: $(PY_MODULE) $(STATIC_SITE_PY) $(COUNTDOWN_PY)
 	PYTHONDONTWRITEBYTECODE=1 target/venv-componentize/bin/python -m pytest -q -p no:cacheprovider tests/modules/echo-py
 	PYTHONDONTWRITEBYTECODE=1 target/venv-componentize/bin/python -m pytest -q -p no:cacheprovider $(STATIC_SITE)/python
+	PYTHONDONTWRITEBYTECODE=1 target/venv-componentize/bin/python -m pytest -q -p no:cacheprovider $(COUNTDOWN)/python
 
 ## test-python-sdk: the Python SDK's unit tests (helpers, errors, the glue on plain texts and on the
 ## bindings componentize-py generates), then its linters
@@ -169,7 +183,7 @@ test-python-sdk: $(PY_SDK_DEPS)
 	cd sdk/python && PYTHONDONTWRITEBYTECODE=1 ../../$(PY_SDK_VENV)/bin/python -m pytest -q
 	$(MAKE) --no-print-directory lint-python
 
-## lint-python: ruff (lint and format) and mypy --strict on the Python SDK, the Echo, Queue and StaticSite modules;
+## lint-python: ruff (lint and format) and mypy --strict on the Python SDK, the Echo, Queue, StaticSite and Countdown modules;
 ## ruff on scripts/code-order.py, scripts/rust-tests.py and scripts/plots.py
 lint-python: $(PY_SDK_DEPS)
 	cd sdk/python && ../../$(PY_SDK_VENV)/bin/ruff check --no-cache . && ../../$(PY_SDK_VENV)/bin/ruff format --no-cache --check .
@@ -183,6 +197,9 @@ lint-python: $(PY_SDK_DEPS)
 	$(PY_SDK_VENV)/bin/ruff check --no-cache --config sdk/python/pyproject.toml $(STATIC_SITE)/python
 	$(PY_SDK_VENV)/bin/ruff format --no-cache --check --config sdk/python/pyproject.toml $(STATIC_SITE)/python
 	cd $(STATIC_SITE)/python && MYPYPATH=../../../sdk/python/src ../../../$(PY_SDK_VENV)/bin/mypy --strict --cache-dir ../../../target/mypy-cache app.py
+	$(PY_SDK_VENV)/bin/ruff check --no-cache --config sdk/python/pyproject.toml $(COUNTDOWN)/python
+	$(PY_SDK_VENV)/bin/ruff format --no-cache --check --config sdk/python/pyproject.toml $(COUNTDOWN)/python
+	cd $(COUNTDOWN)/python && MYPYPATH=../../../sdk/python/src ../../../$(PY_SDK_VENV)/bin/mypy --strict --cache-dir ../../../target/mypy-cache app.py
 	$(PY_SDK_VENV)/bin/ruff check --no-cache --config sdk/python/pyproject.toml scripts/code-order.py scripts/rust-tests.py
 	$(PY_SDK_VENV)/bin/ruff format --no-cache --check --config sdk/python/pyproject.toml scripts/code-order.py scripts/rust-tests.py
 	$(PY_SDK_VENV)/bin/ruff check --no-cache --config sdk/python/pyproject.toml scripts/plots.py

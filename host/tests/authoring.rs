@@ -379,3 +379,23 @@ fn a_case_states_the_timer_its_answer_asks_for() {
     assert!(updated.contains("againAfter: 2s"), "{updated}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_countdown_in_typescript_and_python_ships_the_same_crd_and_passes_the_same_cases() {
+    let cases = repo().join("examples/countdown/cases");
+    let crd = |module: &Path| -> Value {
+        let out = wasm_operator(&["--module", path(module), "crd"]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        serde_norway::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: the CRD is YAML or JSON"))
+    };
+    let rust = crd(&built("countdown.wasm"));
+    assert_eq!(rust["metadata"]["name"], "countdowns.example.c5c3.io");
+    for file in ["countdown.wasm", "countdown-ts.wasm", "countdown-py.wasm"] {
+        let module = built(file);
+        assert_eq!(crd(&module), rust, "{file} ships the Rust module's CRD");
+        let out = wasm_operator(&["--module", path(&module), "test", path(&cases)]);
+        let stdout = text(&out.stdout);
+        assert!(out.status.success(), "{file}: {stdout}{}", text(&out.stderr));
+        assert!(stdout.ends_with("\n3 passed, 0 failed\n"), "{file}: {stdout}");
+    }
+}
