@@ -20,7 +20,8 @@ TEST_MODULE_VARIANTS := target/greeting-contract-v2.wasm target/greeting-missing
 	target/greeting-v2.wasm target/greeting-v1-rebuilt.wasm target/greeting-fail-on-later.wasm target/greeting-trap-always.wasm \
 	target/greeting-loop-always.wasm target/greeting-allocate-always.wasm target/greeting-service-account.wasm \
 	target/greeting-wrong-crd.wasm target/greeting-v2-some.wasm target/greeting-no-audiences.wasm \
-	target/greeting-hostile.wasm target/greeting-owns-secret.wasm target/greeting-steps.wasm
+	target/greeting-hostile.wasm target/greeting-owns-secret.wasm target/greeting-steps.wasm \
+	target/greeting-finalizes.wasm
 # A logic module written in Python (componentize-py): an Echo CRD.
 PY_MODULE := target/echo-py.wasm
 # The Python SDK (sdk/python), which it is built with: the SDK's tests and

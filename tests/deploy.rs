@@ -426,15 +426,16 @@ async fn rbac_grants_exactly_what_the_operator_uses() {
     // module's identity for at load (so each rule is needed: without one
     // the module is refused, tests/module_identity.rs), and nothing more.
     let memcached = operator_support::memcached_module();
-    let checked: BTreeSet<Grant> = needed_permissions(memcached.manifest(), memcached.write_model())
-        .into_iter()
-        .map(|p| Grant {
-            verb: p.verb.to_owned(),
-            group: p.group.clone(),
-            resource: p.subresource.map_or(p.resource.clone(), |sub| format!("{}/{sub}", p.resource)),
-            names: None,
-        })
-        .collect();
+    let checked: BTreeSet<Grant> =
+        needed_permissions(memcached.manifest(), memcached.write_model(), memcached.finalizes())
+            .into_iter()
+            .map(|p| Grant {
+                verb: p.verb.to_owned(),
+                group: p.group.clone(),
+                resource: p.subresource.map_or(p.resource.clone(), |sub| format!("{}/{sub}", p.resource)),
+                names: None,
+            })
+            .collect();
     assert_eq!(
         module_grants.iter().cloned().collect::<BTreeSet<Grant>>(),
         checked,

@@ -77,7 +77,8 @@ impl Identities {
     /// permissions `left_out` names (`verb resource`, e.g. `create secrets`).
     async fn grant(&self, module: &str, manifest_of: &LogicModule, left_out: &[&str]) {
         let mut rules = Vec::new();
-        for permission in needed_permissions(manifest_of.manifest(), manifest_of.write_model()) {
+        for permission in needed_permissions(manifest_of.manifest(), manifest_of.write_model(), manifest_of.finalizes())
+        {
             let resource = match permission.subresource {
                 Some(sub) => format!("{}/{sub}", permission.resource),
                 None => permission.resource.clone(),

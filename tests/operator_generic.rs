@@ -614,3 +614,42 @@ async fn a_parent_is_reconciled_on_its_timer_with_nothing_else_changing() {
     eventually("the far countdown's timer to go with it", || async { (timers() == 0).then_some(()) }).await;
     operator.stop().await.expect("a clean stop");
 }
+
+/// A module that finalizes (the Greeting's finalizes build) holds its
+/// finalizer on each Greeting from before its first write; while a Greeting
+/// is being deleted it is asked what should still exist (its message's
+/// ConfigMap, not its audiences'), and the Greeting stays, counted as
+/// waiting, until the module says it is done (once the Greeting is
+/// annotated released): then the host deletes what remains and removes the
+/// finalizer, and the Greeting goes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_module_that_finalizes_keeps_its_parent_until_it_is_done() {
+    let ns = TestNamespace::new("finalize").await;
+    let module = module_file("greeting-finalizes.wasm");
+    install_crd(ns.plane, &module).await;
+    let greetings = Greetings { ns: &ns };
+    let operator = Running::start(ns.plane, module, options(&ns.namespace)).await;
+    let finalizing = || operator.metric("wasm_operator_parents_finalizing", "module=\"greeting\"");
+    greetings.create("keep", json!({"message": "hi", "audiences": ["a"]})).await;
+    greetings.wait_configmap("keep-a", |data| data["message"] == "hi, a").await;
+    let greeting = greetings.api().get("keep").await.expect("the Greeting");
+    assert_eq!(greeting.metadata.finalizers, Some(vec!["wasm-operator.c5c3.io/greeting".to_owned()]));
+
+    greetings.api().delete("keep", &Default::default()).await.expect("deleting the Greeting");
+    greetings.wait_gone("keep-a").await;
+    eventually("the Greeting to wait on its module", || async { (finalizing() == 1).then_some(()) }).await;
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let waiting = greetings.api().get("keep").await.expect("the Greeting is still there");
+    assert!(waiting.metadata.deletion_timestamp.is_some());
+    assert!(greetings.configmap("keep").await.is_some(), "the message's ConfigMap is kept meanwhile");
+
+    edit(&greetings.api(), "keep", |greeting| {
+        greeting.metadata.annotations.get_or_insert_default().insert("example.c5c3.io/release".into(), "true".into());
+    })
+    .await;
+    eventually("the Greeting to go", || async { greetings.api().get_opt("keep").await.ok()?.is_none().then_some(()) })
+        .await;
+    greetings.wait_gone("keep").await;
+    assert_eq!(finalizing(), 0);
+    operator.stop().await.expect("a clean stop");
+}

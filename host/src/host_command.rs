@@ -138,7 +138,7 @@ pub fn rbac_command(
 ) -> Result<ExitCode> {
     let engine = engine()?;
     let modules = load_modules(&engine, flavor, args)?;
-    let described: Vec<_> = modules.iter().map(|m| (m.manifest(), m.write_model())).collect();
+    let described: Vec<_> = modules.iter().map(|m| (m.manifest(), m.write_model(), m.finalizes())).collect();
     let objects = crate::authoring::rbac::rbac_objects(&described, namespace, operator, account_prefix)?;
     print_out(&crate::authoring::documents::to_yaml(&objects))
 }

@@ -399,3 +399,50 @@ fn the_countdown_in_typescript_and_python_ships_the_same_crd_and_passes_the_same
         assert!(stdout.ends_with("\n3 passed, 0 failed\n"), "{file}: {stdout}");
     }
 }
+
+/// A case states whether a module that finalizes is done with a parent
+/// being deleted (`expect.finalized`), as the operator would ask it: the
+/// Greeting's finalizes build keeps the message's ConfigMap until the
+/// Greeting is released. A parent without the module's finalizer is not
+/// finalized, and a wrong expectation fails naming both answers.
+#[test]
+fn a_case_states_whether_the_module_is_done_finalizing() {
+    let module = built("greeting-finalizes.wasm");
+    let dir = std::env::temp_dir().join(format!("wasm-operator-finalize-cases-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a folder");
+    let case = |name: &str, annotations: &str, finalizers: &str, expect: &str| {
+        format!(
+            "name: {name}\nparent:\n  apiVersion: example.c5c3.io/v1\n  kind: Greeting\n  metadata: {{name: hello, namespace: team, uid: u-1, generation: 1, deletionTimestamp: \"2026-01-01T00:00:00Z\", finalizers: [{finalizers}], annotations: {{{annotations}}}}}\n  spec: {{message: hi, audiences: [world]}}\nexpect:\n{expect}"
+        )
+    };
+    let keeping = case(
+        "kept until released",
+        "",
+        "wasm-operator.c5c3.io/greeting",
+        "  finalized: false\n  status: {observedGeneration: 1, phase: Published in ConfigMap hello}\n",
+    );
+    std::fs::write(dir.join("keeping.yaml"), &keeping).expect("written");
+    let released = case(
+        "released",
+        "example.c5c3.io/release: \"true\"",
+        "wasm-operator.c5c3.io/greeting",
+        "  finalized: true\n  desired: []\n",
+    );
+    std::fs::write(dir.join("released.yaml"), released).expect("written");
+    let out = wasm_operator(&["--module", path(&module), "test", path(&dir)]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.ends_with("\n2 passed, 0 failed\n"), "{stdout}");
+
+    std::fs::write(dir.join("keeping.yaml"), keeping.replace("finalized: false", "finalized: true")).expect("written");
+    std::fs::write(dir.join("other.yaml"), case("no finalizer", "", "", "  finalized: false\n")).expect("written");
+    let out = wasm_operator(&["--module", path(&module), "test", path(&dir)]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("  expected the module to answer finalized: true, it answered false\n"), "{stdout}");
+    assert!(
+        stdout.contains("FAIL other.yaml: no finalizer\n  expected finalized: false, but the module was not asked"),
+        "{stdout}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -22,6 +22,7 @@
 //!   desired: [...]                       # the objects, in order (null members ignored)
 //!   status: {...}                        # the parent's new status
 //!   againAfter: 30s                      # the timer the answer asks for (1.3), or none
+//!   finalized: false                     # a parent being deleted: whether its module is done (1.3)
 //!   error:                               # or: the reconcile fails
 //!     kind: invalid                      # invalid | malformed | unsupported | refused | failed
 //!     fields: [spec.message]             # every field path the error names
@@ -173,15 +174,30 @@ pub fn run(module: &LogicModule, kinds: &Kinds, case: &Case) -> Verdict {
 /// What differs between `expect` and `outcome`; empty when it passes.
 pub fn compare(expect: &Expect, outcome: &Outcome) -> Vec<String> {
     let mut report = Vec::new();
-    if expect.desired.is_none() && expect.status.is_none() && expect.error.is_none() && expect.again_after.is_none() {
+    let checks_nothing = expect.desired.is_none()
+        && expect.status.is_none()
+        && expect.error.is_none()
+        && expect.again_after.is_none()
+        && expect.finalized.is_none();
+    if checks_nothing {
         report.push(
-            "the case expects nothing: give expect.desired, expect.status, expect.error or expect.againAfter (or run with --update)"
+            "the case expects nothing: give expect.desired, expect.status, expect.error, expect.againAfter or expect.finalized (or run with --update)"
                 .to_owned(),
         );
         return report;
     }
     if let Some(expected) = &expect.again_after {
         report.extend(compare_timer(expected, outcome.again_after));
+    }
+    if let Some(expected) = expect.finalized
+        && outcome.finalized != Some(expected)
+    {
+        report.push(match outcome.finalized {
+            Some(done) => format!("expected the module to answer finalized: {expected}, it answered {done}"),
+            None => format!(
+                "expected finalized: {expected}, but the module was not asked to finalize (the parent is not being deleted, it lacks the module's finalizer, or the module does not finalize)"
+            ),
+        });
     }
     match (&expect.error, &outcome.error) {
         (None, Some(error)) => report.push(format!("expected no error, got {}: {error}", error.kind())),

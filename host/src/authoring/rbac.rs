@@ -13,12 +13,13 @@ use crate::runtime::bindings::{Manifest, WriteModel};
 
 const RBAC: &str = "rbac.authorization.k8s.io/v1";
 
-/// The objects for `modules` (each module's manifest and how it writes),
+/// The objects for `modules` (each module's manifest, how it writes and
+/// whether it finalizes),
 /// whose ServiceAccounts (each named `account_prefix` then the module's
 /// name) live in `namespace` beside the operator's ServiceAccount
 /// `operator`.
 pub fn rbac_objects(
-    modules: &[(&Manifest, WriteModel)],
+    modules: &[(&Manifest, WriteModel, bool)],
     namespace: &str,
     operator: &str,
     account_prefix: &str,
@@ -26,7 +27,7 @@ pub fn rbac_objects(
     let labels = json!({ "app.kubernetes.io/name": operator });
     let mut objects = Vec::new();
     let mut accounts = Vec::new();
-    for &(manifest, writes) in modules {
+    for &(manifest, writes, finalizes) in modules {
         let module = &manifest.name;
         let account = module_account(account_prefix, module)?;
         let role = format!("{operator}-module-{module}");
@@ -38,7 +39,7 @@ pub fn rbac_objects(
         objects.push(json!({
             "apiVersion": RBAC, "kind": "ClusterRole",
             "metadata": { "name": role, "labels": labels },
-            "rules": rules(manifest, writes),
+            "rules": rules(manifest, writes, finalizes),
         }));
         objects.push(json!({
             "apiVersion": RBAC, "kind": "ClusterRoleBinding",
@@ -64,9 +65,9 @@ pub fn rbac_objects(
 }
 
 /// One rule per resource, its verbs in the order the host needs them.
-fn rules(manifest: &Manifest, writes: WriteModel) -> Vec<Value> {
+fn rules(manifest: &Manifest, writes: WriteModel, finalizes: bool) -> Vec<Value> {
     let mut rules: Vec<(String, String, Vec<&'static str>)> = Vec::new();
-    for permission in needed_permissions(manifest, writes) {
+    for permission in needed_permissions(manifest, writes, finalizes) {
         let resource = match permission.subresource {
             Some(sub) => format!("{}/{sub}", permission.resource),
             None => permission.resource.clone(),
@@ -90,7 +91,8 @@ mod tests {
     #[test]
     fn a_module_gets_its_account_its_role_and_the_operator_may_impersonate_it() {
         let manifest = test_manifest(&["/ConfigMap/configmaps"], &["/Secret/secrets"]);
-        let objects = rbac_objects(&[(&manifest, WriteModel::Replace)], "ops", "wasm-operator", "").expect("objects");
+        let objects =
+            rbac_objects(&[(&manifest, WriteModel::Replace, false)], "ops", "wasm-operator", "").expect("objects");
         let kinds: Vec<&str> = objects.iter().filter_map(|o| o["kind"].as_str()).collect();
         assert_eq!(kinds, ["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"]);
         assert_eq!(
@@ -116,17 +118,28 @@ mod tests {
     }
 
     #[test]
-    fn the_prefix_names_the_account_its_binding_and_what_the_operator_may_impersonate() {
+    fn a_module_that_finalizes_may_patch_its_parents_for_its_finalizer() {
         let manifest = test_manifest(&["/ConfigMap/configmaps"], &[]);
         let objects =
-            rbac_objects(&[(&manifest, WriteModel::Replace)], "ops", "team-b-operator", "team-b-").expect("objects");
+            rbac_objects(&[(&manifest, WriteModel::Apply, true)], "ops", "wasm-operator", "").expect("objects");
+        assert_eq!(
+            objects[1]["rules"][0],
+            json!({"apiGroups": ["example.com"], "resources": ["greetings"], "verbs": ["list", "watch", "patch"]})
+        );
+    }
+
+    #[test]
+    fn the_prefix_names_the_account_its_binding_and_what_the_operator_may_impersonate() {
+        let manifest = test_manifest(&["/ConfigMap/configmaps"], &[]);
+        let objects = rbac_objects(&[(&manifest, WriteModel::Replace, false)], "ops", "team-b-operator", "team-b-")
+            .expect("objects");
         assert_eq!(objects[0]["metadata"]["name"], "team-b-greeting");
         // The role keeps the module's name after the operator's, which is already the release's own.
         assert_eq!(objects[1]["metadata"]["name"], "team-b-operator-module-greeting");
         assert_eq!(objects[2]["subjects"][0]["name"], "team-b-greeting");
         assert_eq!(objects[3]["rules"][0]["resourceNames"], json!(["team-b-greeting"]));
-        let refused =
-            rbac_objects(&[(&manifest, WriteModel::Replace)], "ops", "wasm-operator", "Team_").expect_err("refused");
+        let refused = rbac_objects(&[(&manifest, WriteModel::Replace, false)], "ops", "wasm-operator", "Team_")
+            .expect_err("refused");
         assert!(refused.to_string().contains("\"Team_greeting\""), "{refused}");
     }
 }

@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 use crate::operator::endpoints::metrics::ModuleMetrics;
 use crate::operator::identity::ModuleClient;
 use crate::operator::reconciling::backoff::Backoff;
-use crate::operator::reconciling::timers::Timers;
+use crate::operator::reconciling::waiting::WaitingParents;
 use crate::operator::swapping::serving::Serving;
 use crate::operator::swapping::swap_state::{SwapPolicy, SwapState};
 use crate::operator::watching::cached_object::CachedObject;
@@ -58,7 +58,10 @@ pub struct Context {
     pub field_manager: String,
     pub(super) events: events::Events,
     pub(super) backoff: Backoff,
-    pub(super) timers: Timers,
+    /// Parents whose last answer asked for a timer.
+    pub(super) timers: WaitingParents,
+    /// Parents being deleted whose module is not done finalizing them.
+    pub(super) finalizing: WaitingParents,
     pub(super) status_memo: StatusMemo,
     pub(super) resync_period: Duration,
     /// The parents, as the controller's watch caches them.
@@ -187,6 +190,7 @@ impl Context {
         self.status_memo.forget(parent);
         self.backoff.reset(parent);
         self.metrics.timers(self.timers.forget(parent));
+        self.metrics.finalizing(self.finalizing.forget(parent));
     }
 }
 

@@ -23,7 +23,7 @@ use crate::operator::endpoints::metrics::Metrics;
 use crate::operator::errors::OperatorError;
 use crate::operator::leader::LeaderElection;
 use crate::operator::reconciling::backoff::Backoff;
-use crate::operator::reconciling::timers::Timers;
+use crate::operator::reconciling::waiting::WaitingParents;
 use crate::operator::swapping::swap_state;
 use crate::operator::swapping::{hot_swap, logic_modules, probation};
 use crate::operator::watching::caches::Caches;
@@ -179,7 +179,8 @@ pub async fn run(
             field_manager: manifest.field_manager.clone(),
             events: events::Events::new(client.clone(), &manifest.event_reporter, Some(instance.clone())),
             backoff: Backoff::default(),
-            timers: Timers::default(),
+            timers: WaitingParents::default(),
+            finalizing: WaitingParents::default(),
             status_memo: StatusMemo::default(),
             resync_period: options.resync_period,
             parents: parent_writer.as_reader(),

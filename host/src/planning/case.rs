@@ -67,6 +67,10 @@ pub struct Expect {
     /// The timer the answer asks for (`30s`, `1m`), or `none`.
     #[serde(rename = "againAfter", default, skip_serializing_if = "Option::is_none")]
     pub again_after: Option<String>,
+    /// For a parent being deleted (`metadata.deletionTimestamp`, holding
+    /// its module's finalizer): whether the module is done finalizing it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finalized: Option<bool>,
 }
 
 /// How a case writes "no timer".
@@ -186,7 +190,8 @@ pub fn actual(previous: &Expect, outcome: &Outcome) -> Expect {
     let status = outcome.status.clone().filter(|_| everything || previous.status.is_some());
     let again_after = (previous.again_after.is_some() || (everything && outcome.again_after.is_some()))
         .then(|| timer_text(outcome.again_after));
-    Expect { desired, status, error, again_after }
+    let finalized = outcome.finalized.filter(|_| everything || previous.finalized.is_some());
+    Expect { desired, status, error, again_after, finalized }
 }
 
 /// The expectation an error passes: its kind, the fields it names and,

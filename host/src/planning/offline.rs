@@ -33,6 +33,7 @@ use crate::planning::step::{
 };
 use crate::runtime::bindings::WriteModel;
 use crate::runtime::call_error::CallResult;
+use crate::runtime::contract::finalizer_of;
 use crate::runtime::logic_module::LogicModule;
 use crate::runtime::reconciler::Reconciler;
 
@@ -61,7 +62,16 @@ pub struct Given<'a> {
 /// on a fresh instance, as the operator makes them (`step`).
 pub fn reconcile(module: &LogicModule, kinds: &Kinds, given: &Given<'_>) -> Outcome {
     let mut outcome = Outcome::default();
-    if given.parent.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null()) {
+    let deleting = given.parent.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null());
+    // As the operator: a parent being deleted is finalized by a module that
+    // finalizes and holds its finalizer on it; otherwise nothing is called.
+    let finalizer = finalizer_of(&module.manifest().name);
+    let held = given
+        .parent
+        .pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .is_some_and(|list| list.iter().any(|f| f.as_str() == Some(finalizer.as_str())));
+    if deleting && !(module.finalizes() && held) {
         outcome.deleting = true;
         return outcome;
     }
@@ -94,9 +104,11 @@ pub fn reconcile(module: &LogicModule, kinds: &Kinds, given: &Given<'_>) -> Outc
     };
 
     let mut ignored = Vec::new();
-    let planned = step::plan(&calls, &inputs, |reference| {
+    let related = |reference: &_| {
         find_related(&kinds.reads, reference, namespace, given.related, &mut ignored).map(|o| o.to_string())
-    });
+    };
+    let planned =
+        if deleting { step::finalize_plan(&calls, &inputs, related) } else { step::plan(&calls, &inputs, related) };
     outcome.ignored.append(&mut ignored);
     let plan = match planned {
         Ok(plan) => plan,
@@ -106,6 +118,7 @@ pub fn reconcile(module: &LogicModule, kinds: &Kinds, given: &Given<'_>) -> Outc
         }
     };
     outcome.again_after = plan.again_after;
+    outcome.finalized = plan.done;
     let status_owned: Option<Vec<String>> =
         given.status_owned.map(|objects| objects.iter().map(|o| module_view(o).to_string()).collect());
     let related = &plan.related;

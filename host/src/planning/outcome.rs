@@ -37,6 +37,10 @@ pub struct Outcome {
     /// The timer the answer asked for (`reach`, 1.3): the operator would
     /// reconcile the parent again after this long with nothing changed.
     pub again_after: Option<std::time::Duration>,
+    /// For a parent being deleted that its module finalizes: whether the
+    /// module is done (the operator would then delete what remains and
+    /// remove its finalizer).
+    pub finalized: Option<bool>,
 }
 
 /// The write one desired object needs, and for an apply to an object that

@@ -133,6 +133,9 @@ pub struct Plan {
     pub answered: Option<Vec<String>>,
     /// When the answer asked to be reconciled again with nothing changed.
     pub again_after: Option<Duration>,
+    /// For a parent being deleted ([`finalize_plan`]): whether the module
+    /// is done with it.
+    pub done: Option<bool>,
 }
 
 /// What `desired` answered, and the writes it calls for.
@@ -180,7 +183,48 @@ pub fn plan(
         }
         Desire::Invalid(error) => Answer::Invalid(error),
     };
-    Ok(Plan { related, answer, answered, again_after })
+    Ok(Plan { related, answer, answered, again_after, done: None })
+}
+
+/// While the parent is being deleted, for a module whose reach finalizes:
+/// what should still exist (`finalize`), checked as `desired`'s answer is,
+/// the writes it calls for, and whether the module is done. Done, every
+/// child is deleted (and the caller removes the finalizer); an error keeps
+/// everything as it is.
+pub fn finalize_plan(
+    calls: &impl ModuleCaller,
+    inputs: &Inputs<'_>,
+    related: impl FnMut(&ObjectRef) -> Option<String>,
+) -> Result<Plan, StepError> {
+    let related: Vec<String> = references(calls, inputs.parent)?.iter().filter_map(related).collect();
+    let parent = inputs.parent;
+    let finalizing = match calls.call("finalize", |m| m.finalize(parent.json, inputs.owned, &related, inputs.now)) {
+        Ok(finalizing) => finalizing,
+        Err(CallError::Logic(error)) => {
+            return Ok(Plan {
+                related,
+                answer: Answer::Invalid(error),
+                answered: None,
+                again_after: None,
+                done: Some(false),
+            });
+        }
+        Err(source) => return Err(StepError::Module { function: "finalize", source }),
+    };
+    let wanted = if finalizing.done {
+        Vec::new()
+    } else {
+        let owner = Owner { namespace: parent.namespace, uid: parent.uid };
+        answer_check::check(inputs.owned_kinds, &owner, finalizing.objects).map_err(StepError::Refused)?
+    };
+    let (objects, deletes) = writes(inputs, wanted);
+    Ok(Plan {
+        related,
+        answer: Answer::Writes { objects, deletes },
+        answered: None,
+        again_after: finalizing.again_after,
+        done: Some(finalizing.done),
+    })
 }
 
 /// The objects `parent` references. An invalid parent references nothing:

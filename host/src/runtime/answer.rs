@@ -261,15 +261,44 @@ impl DesiredState {
 
 impl From<LiftedDesiredState> for DesiredState {
     fn from(lifted: LiftedDesiredState) -> Self {
-        let again_after =
-            lifted.again_after_ms.map(|ms| std::time::Duration::from_millis(u64::from(ms)).max(MIN_TIMER));
         Self {
             objects: lifted.objects.0,
-            again_after,
+            again_after: timer(lifted.again_after_ms),
             parent_labels: lifted.parent_labels.0,
             parent_annotations: lifted.parent_annotations.0,
         }
     }
+}
+
+/// `reach`'s `finalize` (1.3), as the host uses it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Finalizing {
+    /// The owned objects to keep (or write) while the parent is deleted.
+    pub objects: Vec<String>,
+    /// Done: what remains is deleted and the finalizer removed.
+    pub done: bool,
+    pub again_after: Option<std::time::Duration>,
+}
+
+impl From<LiftedFinalizing> for Finalizing {
+    fn from(lifted: LiftedFinalizing) -> Self {
+        Self { objects: lifted.objects.0, done: lifted.done, again_after: timer(lifted.again_after_ms) }
+    }
+}
+
+/// `finalizing` as it crosses the boundary, its list bounded.
+#[derive(wasmtime::component::ComponentType, wasmtime::component::Lift)]
+#[component(record)]
+pub struct LiftedFinalizing {
+    objects: BoundedTexts,
+    done: bool,
+    #[component(name = "again-after-ms")]
+    again_after_ms: Option<u32>,
+}
+
+/// An answer's `again-after-ms`, at least [`MIN_TIMER`].
+fn timer(again_after_ms: Option<u32>) -> Option<std::time::Duration> {
+    again_after_ms.map(|ms| std::time::Duration::from_millis(u64::from(ms)).max(MIN_TIMER))
 }
 
 /// `desired-state` as it crosses the boundary, each list bounded before it

@@ -19,6 +19,12 @@ pub const WRITES: &str = "wasm-operator:controller/writes";
 /// What a module does beyond its parent's namespace, and its timers (1.3);
 /// a module may export it.
 pub const REACH: &str = "wasm-operator:controller/reach";
+/// The finalizer the host holds on a parent for a module whose `reach`
+/// finalizes.
+pub fn finalizer_of(module: &str) -> String {
+    format!("wasm-operator.c5c3.io/{module}")
+}
+
 /// The functions the host calls.
 const FUNCTIONS: [&str; 4] = ["manifest", "references", "desired", "status"];
 

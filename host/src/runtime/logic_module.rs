@@ -328,7 +328,7 @@ impl LogicModule {
         let bad_manifest = |problem| LoadError::BadManifest { source_name: module.source.clone(), problem };
         check_manifest(&manifest).map_err(bad_manifest)?;
         if let Some(reach) = &reach {
-            check_reach(reach).map_err(bad_manifest)?;
+            check_reach(&manifest, reach).map_err(bad_manifest)?;
         }
         module.reach = reach.map(Arc::new);
         module.status_schema = super::crd_check::status_schema(&manifest.crd, &manifest.parent).map(Arc::new);
@@ -386,6 +386,11 @@ impl LogicModule {
     /// loaded.
     pub fn write_model(&self) -> WriteModel {
         self.write_model
+    }
+
+    /// Whether it finalizes its parents (`reach`, 1.3).
+    pub fn finalizes(&self) -> bool {
+        self.reach().is_some_and(|reach| reach.finalizes)
     }
 
     /// What the module reaches (`reach`, 1.3), when it exports it.

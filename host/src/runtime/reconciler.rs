@@ -4,7 +4,7 @@
 use wasmtime::Store;
 use wasmtime::component::{ComponentExportIndex, Instance};
 
-use super::answer::{BoundedText, BoundedTexts, DesiredState, LiftedDesiredState};
+use super::answer::{BoundedText, BoundedTexts, DesiredState, Finalizing, LiftedDesiredState, LiftedFinalizing};
 use super::bindings::exports::wasm_operator::controller::{reach, reconciler as wit, writes};
 use super::bindings::{Manifest, ObjectRef, ReachManifest, WriteModel};
 use super::call_error::{CallError, CallResult, LogicError, failure};
@@ -19,7 +19,7 @@ pub struct Reconciler {
     /// `writes` (1.2), when the module exports it.
     writes: Option<writes::Guest>,
     /// `reach` (1.3), when the module exports it, and its `answer`.
-    reach: Option<(reach::Guest, ComponentExportIndex)>,
+    reach: Option<(reach::Guest, [ComponentExportIndex; 2])>,
     instance: Instance,
     desired_export: ComponentExportIndex,
     status_export: ComponentExportIndex,
@@ -28,10 +28,10 @@ pub struct Reconciler {
 
 /// The exports of one instance the bindings do not call: `desired` and
 /// `status` by index for their bounded answers, and `reach` (1.3) when the
-/// module exports it, with its `answer` by index.
+/// module exports it, with its `answer` and `finalize` by index.
 pub(super) struct Exported {
     pub(super) writes: Option<writes::Guest>,
-    pub(super) reach: Option<(reach::Guest, ComponentExportIndex)>,
+    pub(super) reach: Option<(reach::Guest, [ComponentExportIndex; 2])>,
     pub(super) desired: ComponentExportIndex,
     pub(super) status: ComponentExportIndex,
 }
@@ -44,7 +44,8 @@ struct Exports<'a> {
     instance: Instance,
     desired: &'a ComponentExportIndex,
     status: &'a ComponentExportIndex,
-    answer: Option<&'a ComponentExportIndex>,
+    /// `reach`'s `answer` and `finalize`.
+    reach: Option<&'a [ComponentExportIndex; 2]>,
 }
 
 impl Reconciler {
@@ -77,7 +78,7 @@ impl Reconciler {
             instance: self.instance,
             desired: &self.desired_export,
             status: &self.status_export,
-            answer: self.reach.as_ref().map(|(_, answer)| answer),
+            reach: self.reach.as_ref().map(|(_, exports)| exports),
         };
         let store = &mut self.store;
         let answer = if self.imports_wasi && tokio::runtime::Handle::try_current().is_ok() {
@@ -151,8 +152,8 @@ impl Reconciler {
             return self.desired(parent, owned, related).map(DesiredState::objects);
         }
         self.call(|exports, store| {
-            let Some(index) = exports.answer else {
-                return Err(wasmtime::Error::msg("the module's reach exports no answer"));
+            let Some([index, _]) = exports.reach else {
+                return Err(wasmtime::Error::msg("the module exports no reach"));
             };
             let answer = exports
                 .instance
@@ -162,6 +163,30 @@ impl Reconciler {
                 )?;
             let (answered,) = answer.call(&mut *store, (parent, owned, related, now))?;
             Ok(answered.map(DesiredState::from))
+        })
+    }
+
+    /// What should still exist while the parent is being deleted (`reach`'s
+    /// `finalize`, 1.3). A module that exports no `reach` is never asked.
+    pub fn finalize(
+        &mut self,
+        parent: &str,
+        owned: &[String],
+        related: &[String],
+        now: &str,
+    ) -> CallResult<Finalizing> {
+        self.call(|exports, store| {
+            let Some([_, index]) = exports.reach else {
+                return Ok(Err(wit::Error::Unsupported("the module exports no reach: it does not finalize".into())));
+            };
+            let finalize = exports
+                .instance
+                .get_typed_func::<(&str, &[String], &[String], &str), (Result<LiftedFinalizing, wit::Error>,)>(
+                    &mut *store,
+                    index,
+                )?;
+            let (answered,) = finalize.call(&mut *store, (parent, owned, related, now))?;
+            Ok(answered.map(Finalizing::from))
         })
     }
 

@@ -43,7 +43,7 @@ pub use kinds::{Kind, Manifest, ObjectRef, Scope, WriteModel};
 pub use merge::merge;
 pub use objects::{Context, Object, observed_generation};
 pub use owner::{adopt, owner_reference};
-pub use reconciler::Reconciler;
+pub use reconciler::{Finalizing, Reconciler};
 
 /// What a module's types need, at the versions the SDK uses.
 pub use {k8s_openapi, kube_core, serde_json};
@@ -57,7 +57,7 @@ pub use {k8s_openapi, kube_core, serde_json};
 /// ```
 pub mod prelude {
     pub use crate::{
-        Context, Error, Kind, Manifest, Object, ObjectRef, Problems, Reconciler, WriteModel, condition,
+        Context, Error, Finalizing, Kind, Manifest, Object, ObjectRef, Problems, Reconciler, WriteModel, condition,
         export_reconciler, observed_generation, set_condition,
     };
     pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector, ObjectMeta, Time};
@@ -68,7 +68,7 @@ pub mod prelude {
 /// The contract's calls on JSON texts, answered by a [`Reconciler`]: what the
 /// host sends and receives, for a module's own tests.
 pub mod run {
-    pub use crate::reconciler::{Answer, answer, desired, references, status};
+    pub use crate::reconciler::{Answer, Finalized, answer, desired, finalize, references, status};
 }
 
 #[cfg(all(target_arch = "wasm32", feature = "component"))]
@@ -172,14 +172,14 @@ pub mod __private {
         crate::run::desired::<R>(parent, owned, related).map_err(error)
     }
 
-    /// What the module reaches beyond its parent's namespace: nothing yet
-    /// in this SDK beyond the answers' timers, which need no flag.
-    pub fn reach_manifest() -> WitReachManifest {
+    /// What the module reaches beyond its parent's namespace: whether it
+    /// finalizes (the answers' timers need no flag).
+    pub fn reach_manifest<R: Reconciler>() -> WitReachManifest {
         start();
         WitReachManifest {
             any_namespace: false,
             selects: false,
-            finalizes: false,
+            finalizes: R::FINALIZES,
             parent_label_keys: Vec::new(),
             parent_annotation_keys: Vec::new(),
             decorates: None,
@@ -194,8 +194,7 @@ pub mod __private {
     ) -> Result<WitDesiredState, WitError> {
         start();
         let answer = crate::run::answer::<R>(parent, owned, related, now).map_err(error)?;
-        // A timer past u32 milliseconds (49 days) is past any resync.
-        let again_after_ms = answer.again_after.map(|after| u32::try_from(after.as_millis()).unwrap_or(u32::MAX));
+        let again_after_ms = answer.again_after.map(milliseconds);
         Ok(WitDesiredState {
             objects: answer.objects,
             again_after_ms,
@@ -204,8 +203,27 @@ pub mod __private {
         })
     }
 
-    /// Asked only of a module whose reach says it finalizes, which none
-    /// built with this SDK does.
+    pub fn finalize<R: Reconciler>(
+        parent: &str,
+        owned: &[String],
+        related: &[String],
+        now: &str,
+    ) -> Result<WitFinalizing, WitError> {
+        start();
+        let finalized = crate::run::finalize::<R>(parent, owned, related, now).map_err(error)?;
+        Ok(WitFinalizing {
+            objects: finalized.objects,
+            done: finalized.done,
+            again_after_ms: finalized.again_after.map(milliseconds),
+        })
+    }
+
+    /// A timer past u32 milliseconds (49 days) is past any resync.
+    fn milliseconds(after: std::time::Duration) -> u32 {
+        u32::try_from(after.as_millis()).unwrap_or(u32::MAX)
+    }
+
+    /// What a module answers for what it does not do.
     pub fn unsupported(what: &str) -> WitError {
         WitError::Unsupported(format!("this module {what}"))
     }
@@ -270,7 +288,7 @@ macro_rules! export_reconciler {
 
             impl sdk::ReachGuest for Export {
                 fn manifest() -> sdk::WitReachManifest {
-                    sdk::reach_manifest()
+                    sdk::reach_manifest::<$reconciler>()
                 }
 
                 fn selections(_parent: String) -> Result<Vec<sdk::WitSelection>, sdk::WitError> {
@@ -287,12 +305,12 @@ macro_rules! export_reconciler {
                 }
 
                 fn finalize(
-                    _parent: String,
-                    _owned: Vec<String>,
-                    _related: Vec<String>,
-                    _now: String,
+                    parent: String,
+                    owned: Vec<String>,
+                    related: Vec<String>,
+                    now: String,
                 ) -> Result<sdk::WitFinalizing, sdk::WitError> {
-                    Err(sdk::unsupported("does not finalize"))
+                    sdk::finalize::<$reconciler>(&parent, &owned, &related, &now)
                 }
             }
 

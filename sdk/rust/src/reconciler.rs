@@ -24,6 +24,11 @@ pub trait Reconciler {
     /// does not build the manifest, whose CRD is generated, to learn it).
     const WRITES: WriteModel = WriteModel::Replace;
 
+    /// Whether the module finalizes its parents: the host then holds the
+    /// finalizer `wasm-operator.c5c3.io/<name>` on each, and while one is
+    /// being deleted asks [`Reconciler::finalize`] until it is done.
+    const FINALIZES: bool = false;
+
     fn manifest() -> Manifest;
 
     /// The objects of `reads` kinds this parent uses; the host passes those
@@ -41,6 +46,17 @@ pub trait Reconciler {
     /// is. An owned object not in the answer is deleted. `ctx.now()` is the
     /// time, and [`Context::reconcile_after`] asks to be called again.
     fn desired(parent: &Self::Parent, ctx: &Context) -> Result<Vec<Object>, Error>;
+
+    /// While the parent is being deleted (when [`Reconciler::FINALIZES`]):
+    /// the owned objects that should still exist meanwhile (answered as in
+    /// `desired`; the others are deleted), and whether the module is done.
+    /// Done, the host deletes what the parent still owns and removes the
+    /// finalizer; not done, it asks again at the next change or the timer
+    /// `ctx.reconcile_after` asks for. An error keeps the finalizer and is
+    /// reported on the parent. Done with nothing by default.
+    fn finalize(_parent: &Self::Parent, _ctx: &Context) -> Result<Finalizing, Error> {
+        Ok(Finalizing::done())
+    }
 
     /// The parent's status from the owned objects as they are after the
     /// reconcile, `ctx.now()` and `ctx.problem()`.
@@ -109,6 +125,50 @@ pub struct Answer {
     pub again_after: Option<Duration>,
 }
 
+/// What [`Reconciler::finalize`] answers: the objects to keep while the
+/// parent is being deleted, and whether the module is done with it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Finalizing {
+    pub objects: Vec<Object>,
+    pub done: bool,
+}
+
+impl Finalizing {
+    /// Done: what remains goes, and so does the parent.
+    pub fn done() -> Self {
+        Self { objects: Vec::new(), done: true }
+    }
+
+    /// Not done yet: keep these objects meanwhile.
+    pub fn keeping(objects: Vec<Object>) -> Self {
+        Self { objects, done: false }
+    }
+}
+
+/// What `finalize` (contract 1.3) answers as text: the objects, as
+/// `desired` answers them, whether the module is done, and its timer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finalized {
+    pub objects: Vec<String>,
+    pub done: bool,
+    pub again_after: Option<Duration>,
+}
+
+/// What a host of contract 1.3 sends for `finalize`, answered by `R`.
+pub fn finalize<R: Reconciler>(
+    parent: &str,
+    owned: &[String],
+    related: &[String],
+    now: &str,
+) -> Result<Finalized, Error> {
+    let ctx = Context::new(values("owned", owned)?, values("related", related)?).at(now, None);
+    let parent_value = parse_value("parent", parent)?;
+    let typed = typed_parent(&parent_value)?;
+    let Finalizing { objects, done } = R::finalize(&typed, &ctx)?;
+    let objects = prepared::<R>(&parent_value, objects, &ctx)?;
+    Ok(Finalized { objects, done, again_after: ctx.again_after() })
+}
+
 /// What the host sends for `desired`, answered by `R`: JSON texts in, the
 /// objects to write out (namespaced, owned, and with `WriteModel::Replace`
 /// merged onto the current ones).
@@ -129,9 +189,16 @@ pub fn answer<R: Reconciler>(parent: &str, owned: &[String], related: &[String],
 fn objects<R: Reconciler>(parent: &str, ctx: &Context) -> Result<Vec<String>, Error> {
     let parent_value = parse_value("parent", parent)?;
     let typed = typed_parent(&parent_value)?;
-    let namespace = text_at(&parent_value, "/metadata/namespace");
+    let objects = R::desired(&typed, ctx)?;
+    prepared::<R>(&parent_value, objects, ctx)
+}
+
+/// The answer's objects as the host takes them: namespaced, owned, and
+/// with `WriteModel::Replace` merged onto the current ones.
+fn prepared<R: Reconciler>(parent_value: &Value, objects: Vec<Object>, ctx: &Context) -> Result<Vec<String>, Error> {
+    let namespace = text_at(parent_value, "/metadata/namespace");
     let applies = R::WRITES == WriteModel::Apply;
-    R::desired(&typed, ctx)?
+    objects
         .into_iter()
         .enumerate()
         .map(|(i, Object { value: mut object, replaced })| {
@@ -147,11 +214,11 @@ fn objects<R: Reconciler>(parent: &str, ctx: &Context) -> Result<Vec<String>, Er
             if applies {
                 // Refused if another controller has it; the apply then sets
                 // the module's own owner references, and others' stay.
-                adopt(&parent_value, current, &mut object.clone())?;
-                adopt(&parent_value, None, &mut object)?;
+                adopt(parent_value, current, &mut object.clone())?;
+                adopt(parent_value, None, &mut object)?;
                 return Ok(object.to_string());
             }
-            adopt(&parent_value, current, &mut object)?;
+            adopt(parent_value, current, &mut object)?;
             let merged = match current {
                 Some(current) => {
                     let mut merged = merge(current, &object);

@@ -31,6 +31,7 @@ pub struct Metrics {
     pub apply_conflicts: Family<KindLabels, Counter>,
     pub reconcile_steps: Family<StepLabels, Counter>,
     pub parent_timers: Family<NameLabels, Gauge>,
+    pub parents_finalizing: Family<NameLabels, Gauge>,
     pub module_call_duration: HistogramFamily<FunctionLabels>,
     pub module_calls_in_flight: Family<NameLabels, Gauge>,
     pub module_failures: Family<FailureLabels, Counter>,
@@ -114,6 +115,12 @@ impl Default for Metrics {
             "parent_timers",
             "Parents whose last answer asked to be reconciled again after a while (a timer, reach 1.3), by module",
             parent_timers.clone(),
+        );
+        let parents_finalizing = Family::<NameLabels, Gauge>::default();
+        registry.register(
+            "parents_finalizing",
+            "Parents being deleted whose module holds its finalizer on them, not done finalizing (reach 1.3), by module",
+            parents_finalizing.clone(),
         );
         let module_call_duration: HistogramFamily<FunctionLabels> = Family::new_with_constructor(module_histogram);
         registry.register(
@@ -228,6 +235,7 @@ impl Default for Metrics {
             apply_conflicts,
             reconcile_steps,
             parent_timers,
+            parents_finalizing,
             module_call_duration,
             module_calls_in_flight,
             module_failures,
@@ -402,6 +410,12 @@ impl ModuleMetrics {
     pub fn timers(&self, count: usize) {
         let labels = NameLabels { module: self.module.clone() };
         self.metrics.parent_timers.get_or_create(&labels).set(i64::try_from(count).unwrap_or(i64::MAX));
+    }
+
+    /// How many parents being deleted wait on the module's finalizing.
+    pub fn finalizing(&self, count: usize) {
+        let labels = NameLabels { module: self.module.clone() };
+        self.metrics.parents_finalizing.get_or_create(&labels).set(i64::try_from(count).unwrap_or(i64::MAX));
     }
 
     /// A call into the module started (`+1`) or ended (`-1`).

@@ -97,7 +97,7 @@ fn scope(namespace: Option<&str>) -> String {
 ///   controls and the module no longer wants, and adoption under that
 ///   admission plugin);
 /// - each read kind: list and watch.
-pub fn needed_permissions(manifest: &Manifest, writes: WriteModel) -> Vec<Permission> {
+pub fn needed_permissions(manifest: &Manifest, writes: WriteModel, finalizes: bool) -> Vec<Permission> {
     let on = |kind: &KindInfo, verbs: &[&'static str], subresource: Option<&'static str>| {
         verbs
             .iter()
@@ -113,6 +113,10 @@ pub fn needed_permissions(manifest: &Manifest, writes: WriteModel) -> Vec<Permis
     let mut needed = on(&manifest.parent, &["list", "watch"], None);
     needed.extend(on(&manifest.parent, &["patch"], Some("status")));
     needed.extend(on(&manifest.parent, &["update"], Some("finalizers")));
+    if finalizes {
+        // Its finalizer on the parent itself (`reach`, 1.3).
+        needed.extend(on(&manifest.parent, &["patch"], None));
+    }
     let write = match writes {
         WriteModel::Replace => "update",
         WriteModel::Apply => "patch",
@@ -134,17 +138,17 @@ pub fn needed_permissions(manifest: &Manifest, writes: WriteModel) -> Vec<Permis
 }
 
 /// Asks the API server, as `user` (through `client`, which impersonates it),
-/// whether it may do all of `needed_permissions(manifest, writes)` in `namespace`
+/// whether it may do all of `needed_permissions(manifest, writes, finalizes)` in `namespace`
 /// (all namespaces when `None`); answers every permission it may not.
 pub(super) async fn check(
     client: &Client,
     user: &str,
     manifest: &Manifest,
-    writes: WriteModel,
+    (writes, finalizes): (WriteModel, bool),
     namespace: Option<&str>,
 ) -> Result<(), AccessError> {
     let api: Api<SelfSubjectAccessReview> = Api::all(client.clone());
-    let needed = needed_permissions(manifest, writes);
+    let needed = needed_permissions(manifest, writes, finalizes);
     let reviews = needed.iter().map(|permission| {
         let review = SelfSubjectAccessReview {
             spec: SelfSubjectAccessReviewSpec {
@@ -228,7 +232,7 @@ mod tests {
     fn a_manifest_needs_its_parent_its_children_and_what_it_reads() {
         let manifest = test_manifest(&["/ConfigMap/configmaps"], &["/Secret/secrets", "/ConfigMap/configmaps"]);
         let named: Vec<String> =
-            needed_permissions(&manifest, WriteModel::Replace).iter().map(ToString::to_string).collect();
+            needed_permissions(&manifest, WriteModel::Replace, false).iter().map(ToString::to_string).collect();
         assert_eq!(
             named,
             [
@@ -249,7 +253,7 @@ mod tests {
         // Server-side apply is a patch: an applying module patches where a
         // replacing one updates, and nothing else changes.
         let applying: Vec<String> =
-            needed_permissions(&manifest, WriteModel::Apply).iter().map(ToString::to_string).collect();
+            needed_permissions(&manifest, WriteModel::Apply, false).iter().map(ToString::to_string).collect();
         let replaced: Vec<String> = named.iter().map(|p| p.replace("update configmaps", "patch configmaps")).collect();
         assert_eq!(applying, replaced);
     }
@@ -258,7 +262,7 @@ mod tests {
     fn a_refusal_names_each_verb_and_kind_and_where() {
         let error = AccessError::Denied {
             user: "system:serviceaccount:ops:greeting".into(),
-            missing: needed_permissions(&test_manifest(&["/Secret/secrets"], &[]), WriteModel::Replace)
+            missing: needed_permissions(&test_manifest(&["/Secret/secrets"], &[]), WriteModel::Replace, false)
                 .into_iter()
                 .filter(|p| p.resource == "secrets" && p.verb != "get" || p.subresource == Some("status"))
                 .collect(),

@@ -94,7 +94,14 @@ impl ModuleClient {
             None => Ok(()),
             Some(user) => {
                 let namespace = self.namespace.as_deref();
-                access::check(&self.client, user, module.manifest(), module.write_model(), namespace).await
+                access::check(
+                    &self.client,
+                    user,
+                    module.manifest(),
+                    (module.write_model(), module.finalizes()),
+                    namespace,
+                )
+                .await
             }
         }
     }

@@ -18,7 +18,7 @@ use serde_json::Value;
 use crate::operator::context::{Calls, Context, ModuleCalls, ParentView};
 use crate::operator::errors::ReconcileError;
 use crate::operator::reconciling::inputs::{Children, related_from_caches};
-use crate::operator::reconciling::{applying, timers};
+use crate::operator::reconciling::{applying, waiting};
 use crate::operator::recording::recorder::Reconciled;
 use crate::operator::swapping::serving::Serving;
 use crate::operator::swapping::{hot_swap, shadow_run};
@@ -28,13 +28,14 @@ use crate::operator::watching::own_writes::ObjectId;
 use crate::operator::watching::steps::ParentKey;
 use crate::operator::writing::create_or_update::{Outcome, create_or_update, unchanged};
 use crate::operator::writing::delete_unwanted::delete_unwanted;
+use crate::operator::writing::finalizer;
 use crate::operator::writing::server_side_apply::server_side_apply;
 use crate::operator::writing::status::{add_fields_taken_over, add_not_settling, write_stalled, write_status};
 use crate::planning::step::{
     self, Answer, Desire, Inputs, Parent, PlannedObject, StatusAnswer, StepError, Write, Writing,
 };
 use crate::runtime::bindings::WriteModel;
-use crate::runtime::call_error::LogicError;
+use crate::runtime::call_error::{CallError, LogicError};
 
 pub async fn reconcile(parent: Arc<CachedObject>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
     let started = Instant::now();
@@ -77,8 +78,8 @@ pub async fn reconcile(parent: Arc<CachedObject>, ctx: Arc<Context>) -> Result<A
         Ok(Verdict::Invalid) => Ok(Action::await_change()),
         Ok(Verdict::Applied(timer)) => {
             ctx.backoff.reset(&key);
-            ctx.metrics.timers(ctx.timers.answered(&key, timer));
-            Ok(Action::requeue(timers::next_reconcile(timer, ctx.resync_period)))
+            ctx.metrics.timers(ctx.timers.set(&key, timer.is_some()));
+            Ok(Action::requeue(waiting::next_reconcile(timer, ctx.resync_period)))
         }
         Err(error) => {
             // Its retry comes before any timer it had.
@@ -117,10 +118,27 @@ async fn reconcile_parent(parent: &CachedObject, ctx: &Context, serving: &Servin
     };
     let name = parent.meta().name.as_deref().unwrap_or_default();
     let parent_key = (namespace.to_owned(), name.to_owned());
-    if parent.meta().deletion_timestamp.is_some() {
-        // The garbage collector removes the children; nothing to write.
+    let deleting = parent.meta().deletion_timestamp.is_some();
+    let finalizer = finalizer::finalizer_of(&ctx.module_name);
+    let finalizes = module.reach().is_some_and(|reach| reach.finalizes);
+    let held = finalizer::holds(parent, &finalizer);
+    if deleting && !(finalizes && held) {
+        // The garbage collector removes the children; nothing to write. A
+        // finalizer this version no longer wants lets the parent go.
+        if held {
+            finalizer::remove(ctx, parent, &finalizer).await?;
+        }
         ctx.forget(&parent_key);
         return Ok(Verdict::Deleting);
+    }
+    if !deleting && finalizes != held {
+        // Before the first write, so that no child is made without it; or
+        // the version serving no longer finalizes.
+        if finalizes {
+            finalizer::add(ctx, parent, &finalizer).await?;
+        } else {
+            finalizer::remove(ctx, parent, &finalizer).await?;
+        }
     }
     // A step when every write of the reconcile before has landed.
     let step = ctx.steps.begin(&parent_key);
@@ -150,8 +168,9 @@ async fn reconcile_parent(parent: &CachedObject, ctx: &Context, serving: &Servin
         now: &now,
     };
     let mut related_keys = BTreeSet::new();
+    let related = |reference: &_| related_from_caches(serving, namespace, reference, &mut related_keys);
     let planned =
-        step::plan(&calls, &inputs, |reference| related_from_caches(serving, namespace, reference, &mut related_keys));
+        if deleting { step::finalize_plan(&calls, &inputs, related) } else { step::plan(&calls, &inputs, related) };
     let plan = match planned {
         Ok(plan) => plan,
         // `references` failed: the index keeps what it knew.
@@ -179,6 +198,12 @@ async fn reconcile_parent(parent: &CachedObject, ctx: &Context, serving: &Servin
         related: &plan.related,
     };
     match plan.answer {
+        Answer::Invalid(error) if deleting => {
+            // The finalizer stays; the retry asks again.
+            ctx.metrics.finalizing(ctx.finalizing.set(&parent_key, true));
+            ctx.events.warning(&regarding, "FinalizeFailed", error.to_string()).await;
+            Err(ReconcileError::Module { function: "finalize", source: CallError::Logic(error) })
+        }
         Answer::Invalid(error) => {
             invalid_spec(ctx, &calls, &view, &regarding, &error).await?;
             Ok(Verdict::Invalid)
@@ -189,7 +214,18 @@ async fn reconcile_parent(parent: &CachedObject, ctx: &Context, serving: &Servin
             let written =
                 apply(ctx, &calls, &view, &regarding, &children, objects, deletes, answered, last_step).await?;
             next_step(ctx, &parent_key, &regarding, step, &written).await;
-            Ok(Verdict::Applied(plan.again_after))
+            match plan.done {
+                Some(true) => {
+                    finalizer::remove(ctx, parent, &finalizer).await?;
+                    ctx.forget(&parent_key);
+                    Ok(Verdict::Deleting)
+                }
+                Some(false) => {
+                    ctx.metrics.finalizing(ctx.finalizing.set(&parent_key, true));
+                    Ok(Verdict::Applied(plan.again_after))
+                }
+                None => Ok(Verdict::Applied(plan.again_after)),
+            }
         }
     }
 }

@@ -35,8 +35,8 @@ thread_local! {
 
 #[derive(Clone, Debug)]
 pub struct CachedObject {
-    /// name, namespace, uid, resourceVersion, generation, deletionTimestamp
-    /// and ownerReferences; the rest is in `json`.
+    /// name, namespace, uid, resourceVersion, generation, deletionTimestamp,
+    /// ownerReferences and finalizers; the rest is in `json`.
     metadata: ObjectMeta,
     /// The object without apiVersion, kind and managedFields, as JSON text
     /// compressed (an lz4 block, its length first).
@@ -236,8 +236,9 @@ impl<'de> Visitor<'de> for MetadataVisitor {
     }
 }
 
-/// name, namespace, uid, resourceVersion, generation, deletionTimestamp and
-/// ownerReferences: what the host reads; the rest stays in the JSON. Each
+/// name, namespace, uid, resourceVersion, generation, deletionTimestamp,
+/// ownerReferences and finalizers: what the host reads; the rest stays in
+/// the JSON. Each
 /// is read as it would be from a JSON tree of the metadata (a member of
 /// the wrong type is absent).
 fn slim_metadata(members: &[(String, Box<RawValue>)]) -> ObjectMeta {
@@ -252,6 +253,7 @@ fn slim_metadata(members: &[(String, Box<RawValue>)]) -> ObjectMeta {
         generation: tree("generation").and_then(|g| g.as_i64()),
         deletion_timestamp: tree("deletionTimestamp").and_then(|t| Time::deserialize(t).ok()),
         owner_references: tree("ownerReferences").and_then(|r| Vec::<OwnerReference>::deserialize(r).ok()),
+        finalizers: tree("finalizers").and_then(|f| Vec::<String>::deserialize(f).ok()),
         ..ObjectMeta::default()
     }
 }
@@ -350,6 +352,7 @@ pub(super) mod tests {
                 "deletionTimestamp": "2026-11-23T10:00:00Z",
                 "ownerReferences": [{"apiVersion": "x/v1", "kind": "X", "name": "p", "uid": "p-1", "controller": true}],
                 "managedFields": [{"manager": "kubectl", "operation": "Apply"}],
+                "finalizers": ["example.com/keep"],
             },
             "spec": {"replicas": 2, "template": {"metadata": {"creationTimestamp": null}}},
         });
@@ -360,6 +363,7 @@ pub(super) mod tests {
         assert_eq!(cached.meta().generation, Some(3));
         assert!(cached.meta().deletion_timestamp.is_some());
         assert_eq!(cached.owner_references()[0].uid, "p-1");
+        assert_eq!(cached.finalizers(), ["example.com/keep"], "the host holds its own finalizers by them");
         assert!(cached.meta().labels.is_none(), "labels stay in the JSON only");
 
         let mut expected = server;

@@ -9,6 +9,7 @@ pub mod api_requests;
 pub(super) mod create_or_update;
 pub(super) mod delete_unwanted;
 pub(super) mod events;
+pub(super) mod finalizer;
 pub(super) mod server_side_apply;
 pub(super) mod status;
 pub(super) mod status_memo;

@@ -28,9 +28,9 @@ pub(super) struct Code {
     indices: wit::GuestIndices,
     /// `writes` (1.2), when the module exports it.
     writes: Option<writes::GuestIndices>,
-    /// `reach` (1.3), when the module exports it, and its `answer`, called
-    /// by index for its bounded answer.
-    reach: Option<(reach::GuestIndices, ComponentExportIndex)>,
+    /// `reach` (1.3), when the module exports it, and its `answer` and
+    /// `finalize`, called by index for their bounded answers.
+    reach: Option<(reach::GuestIndices, [ComponentExportIndex; 2])>,
     /// `desired` and `status`, called through [`BoundedTexts`] and
     /// [`BoundedText`] (`answer.rs`) rather than the bindings' own types.
     desired_export: ComponentExportIndex,
@@ -67,10 +67,12 @@ impl Code {
             None => None,
             Some(interface) => {
                 let indices = reach::GuestIndices::new(&instance_pre).map_err(LinkError::Link)?;
-                let answer = component
-                    .get_export_index(Some(&interface), "answer")
-                    .ok_or_else(|| LinkError::Link(wasmtime::Error::msg(format!("{REACH} exports no answer"))))?;
-                Some((indices, answer))
+                let export = |name: &str| {
+                    component
+                        .get_export_index(Some(&interface), name)
+                        .ok_or_else(|| LinkError::Link(wasmtime::Error::msg(format!("{REACH} exports no {name}"))))
+                };
+                Some((indices, [export("answer")?, export("finalize")?]))
             }
         };
         let export = |name: &str| {
@@ -93,8 +95,8 @@ impl Code {
             None => None,
         };
         let reach = match &self.reach {
-            Some((indices, answer)) => {
-                Some((indices.load(&mut store, &instance).map_err(|error| failure(&store, error))?, *answer))
+            Some((indices, exports)) => {
+                Some((indices.load(&mut store, &instance).map_err(|error| failure(&store, error))?, *exports))
             }
             None => None,
         };

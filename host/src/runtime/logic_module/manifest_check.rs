@@ -47,14 +47,21 @@ pub(super) fn check_manifest(manifest: &Manifest) -> Result<(), String> {
     crd_check::check(&manifest.crd, &manifest.parent)
 }
 
-/// What this host runs of a module's `reach` (1.3): its timers. A module
-/// that asks for more is refused at load, naming the field, rather than
-/// run without what it relies on.
-pub(super) fn check_reach(reach: &ReachManifest) -> Result<(), String> {
+/// What this host runs of a module's `reach` (1.3): its timers and its
+/// finalizing. A module that asks for more is refused at load, naming the
+/// field, rather than run without what it relies on.
+pub(super) fn check_reach(manifest: &Manifest, reach: &ReachManifest) -> Result<(), String> {
+    // The finalizer is `wasm-operator.c5c3.io/<name>`, whose name part the
+    // API server holds to 63 characters.
+    if reach.finalizes && manifest.name.len() > 63 {
+        return Err(format!(
+            "reach.finalizes: the finalizer wasm-operator.c5c3.io/{} would be longer than a finalizer's 63-character name",
+            manifest.name
+        ));
+    }
     let asks = [
         ("any-namespace", reach.any_namespace),
         ("selects", reach.selects),
-        ("finalizes", reach.finalizes),
         ("parent-label-keys", !reach.parent_label_keys.is_empty()),
         ("parent-annotation-keys", !reach.parent_annotation_keys.is_empty()),
         ("decorates", reach.decorates.is_some()),
@@ -64,7 +71,7 @@ pub(super) fn check_reach(reach: &ReachManifest) -> Result<(), String> {
         return Ok(());
     }
     Err(format!(
-        "reach: this host does not run {} yet; of `reach` it runs the answers' timers (again-after-ms)",
+        "reach: this host does not run {} yet; of `reach` it runs the answers' timers (again-after-ms) and finalizes",
         unsupported.join(", ")
     ))
 }
@@ -86,9 +93,14 @@ mod tests {
 
     #[test]
     fn a_reach_asking_for_what_this_host_does_not_run_is_refused_naming_the_fields() {
-        assert_eq!(check_reach(&reach()), Ok(()));
-        let asking = ReachManifest { finalizes: true, parent_label_keys: vec!["team".into()], ..reach() };
-        let refused = check_reach(&asking).expect_err("refused");
-        assert!(refused.starts_with("reach: this host does not run finalizes, parent-label-keys yet"), "{refused}");
+        let manifest = Manifest { name: "greeting".into(), ..empty_manifest() };
+        assert_eq!(check_reach(&manifest, &reach()), Ok(()));
+        assert_eq!(check_reach(&manifest, &ReachManifest { finalizes: true, ..reach() }), Ok(()));
+        let asking = ReachManifest { selects: true, parent_label_keys: vec!["team".into()], ..reach() };
+        let refused = check_reach(&manifest, &asking).expect_err("refused");
+        assert!(refused.starts_with("reach: this host does not run selects, parent-label-keys yet"), "{refused}");
+        let long = Manifest { name: "a".repeat(64), ..empty_manifest() };
+        let refused = check_reach(&long, &ReachManifest { finalizes: true, ..reach() }).expect_err("too long");
+        assert!(refused.starts_with("reach.finalizes: the finalizer"), "{refused}");
     }
 }

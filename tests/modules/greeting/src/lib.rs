@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 use wasm_operator_sdk::k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
 use wasm_operator_sdk::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use wasm_operator_sdk::serde_json::Value;
-use wasm_operator_sdk::{Context, Error, Manifest, Object, ObjectRef, Reconciler};
+use wasm_operator_sdk::{Context, Error, Finalizing, Manifest, Object, ObjectRef, Reconciler};
 
 /// The module's version. The swap tests build variants of this module by
 /// cargo feature: `v2` stamps `revision: "2"` on every ConfigMap;
@@ -77,6 +77,12 @@ const OWNS_SECRETS: bool = cfg!(feature = "owns-secret");
 
 /// The steps build: a controller written in steps (tests/steps.rs).
 const IN_STEPS: bool = cfg!(feature = "steps");
+
+/// The finalizing build: a Greeting being deleted keeps its message's
+/// ConfigMap (its audiences' go) until it is annotated
+/// `example.c5c3.io/release: "true"`.
+const FINALIZES: bool = cfg!(feature = "finalizes");
+const RELEASE: &str = "example.c5c3.io/release";
 
 #[derive(CustomResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[kube(
@@ -202,6 +208,7 @@ pub struct Greetings;
 impl Reconciler for Greetings {
     type Parent = Greeting;
     type Status = GreetingStatus;
+    const FINALIZES: bool = FINALIZES;
 
     fn manifest() -> Manifest {
         let manifest = Manifest::new::<Greeting>("greeting", MODULE_VERSION).owns::<ConfigMap>();
@@ -268,6 +275,17 @@ impl Reconciler for Greetings {
             objects.push(Object::new(&secret));
         }
         Ok(objects)
+    }
+
+    /// The message's ConfigMap stays until the Greeting is released.
+    fn finalize(greeting: &Greeting, ctx: &Context) -> Result<Finalizing, Error> {
+        let released = greeting.metadata.annotations.as_ref().and_then(|a| a.get(RELEASE)).map(String::as_str);
+        if released == Some("true") {
+            return Ok(Finalizing::done());
+        }
+        let mut objects = Self::desired(greeting, ctx)?;
+        objects.truncate(1);
+        Ok(Finalizing::keeping(objects))
     }
 
     fn status(greeting: &Greeting, ctx: &Context) -> Result<GreetingStatus, Error> {

@@ -1,8 +1,9 @@
-//! The timers parents' answers asked for (`reach`, 1.3): at most one per
-//! parent. The controller's queue holds the timer itself (the action a
-//! reconcile returns: one entry per parent, the next answer's replacing
-//! it); this keeps which parents have one, for the metric, and forgets a
-//! parent that goes, whose timer then finds nothing to reconcile.
+//! The parents waiting (`reach`, 1.3): on the timer their answer asked
+//! for, or, while being deleted, on their module's finalizer. The
+//! controller's queue holds a timer itself (the action a reconcile returns:
+//! one entry per parent, the next answer's replacing it); this keeps which
+//! parents wait, for the metrics, and forgets a parent that goes, whose
+//! timer then finds nothing to reconcile.
 
 use std::collections::HashSet;
 use std::sync::{Mutex, PoisonError};
@@ -11,16 +12,16 @@ use std::time::Duration;
 use crate::operator::watching::references::ParentKey;
 
 #[derive(Default)]
-pub struct Timers {
+pub struct WaitingParents {
     parents: Mutex<HashSet<ParentKey>>,
 }
 
-impl Timers {
-    /// What `parent`'s last answer asked for: a timer, or none. Answers how
-    /// many parents have one now.
-    pub fn answered(&self, parent: &ParentKey, timer: Option<Duration>) -> usize {
+impl WaitingParents {
+    /// Whether `parent` waits now (its last answer asked for a timer; its
+    /// module is not done finalizing it). Answers how many parents wait.
+    pub fn set(&self, parent: &ParentKey, waits: bool) -> usize {
         let mut parents = self.parents.lock().unwrap_or_else(PoisonError::into_inner);
-        if timer.is_some() {
+        if waits {
             parents.insert(parent.clone());
         } else {
             parents.remove(parent);
@@ -28,8 +29,8 @@ impl Timers {
         parents.len()
     }
 
-    /// The parent is gone, or its reconcile failed (its retry is the next
-    /// reconcile): its timer with it. Answers how many parents have one.
+    /// The parent is gone, or (for a timer) its reconcile failed: its retry
+    /// is the next reconcile. Answers how many parents wait.
     pub fn forget(&self, parent: &ParentKey) -> usize {
         let mut parents = self.parents.lock().unwrap_or_else(PoisonError::into_inner);
         parents.remove(parent);
@@ -49,14 +50,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn one_timer_per_parent_each_answer_replacing_the_last() {
-        let timers = Timers::default();
+    fn one_entry_per_parent_each_answer_replacing_the_last() {
+        let timers = WaitingParents::default();
         let (a, b) = (("ns".to_owned(), "a".to_owned()), ("ns".to_owned(), "b".to_owned()));
-        let second = Some(Duration::from_secs(1));
-        assert_eq!(timers.answered(&a, second), 1);
-        assert_eq!(timers.answered(&a, Some(Duration::from_secs(5))), 1);
-        assert_eq!(timers.answered(&b, second), 2);
-        assert_eq!(timers.answered(&a, None), 1);
+        assert_eq!(timers.set(&a, true), 1);
+        assert_eq!(timers.set(&a, true), 1);
+        assert_eq!(timers.set(&b, true), 2);
+        assert_eq!(timers.set(&a, false), 1);
         assert_eq!(timers.forget(&b), 0);
         assert_eq!(timers.forget(&b), 0);
     }
