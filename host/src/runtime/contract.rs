@@ -19,6 +19,9 @@ pub const WRITES: &str = "wasm-operator:controller/writes";
 /// What a module does beyond its parent's namespace, and its timers (1.3);
 /// a module may export it.
 pub const REACH: &str = "wasm-operator:controller/reach";
+/// The module's rules at admission (1.3); a module may export it.
+pub const ADMISSION: &str = "wasm-operator:controller/admission";
+
 /// The finalizer the host holds on a parent for a module whose `reach`
 /// finalizes.
 pub fn finalizer_of(module: &str) -> String {

@@ -312,21 +312,25 @@ impl LogicModule {
             write_model: WriteModel::Replace,
             reach: None,
         };
-        let (manifest, write_model, reach) = module
+        let (manifest, write_model, reach, admission) = module
             .reconciler()
             .and_then(|mut r| {
                 let manifest = r.manifest();
-                let (write_model, reach) = match manifest {
-                    Ok(_) => (r.write_model(), r.reach_manifest()),
-                    Err(_) => (Ok(WriteModel::Replace), Ok(None)),
+                let (write_model, reach, admission) = match manifest {
+                    Ok(_) => (r.write_model(), r.reach_manifest(), r.takes_part_in_admission()),
+                    Err(_) => (Ok(WriteModel::Replace), Ok(None), Ok(false)),
                 };
                 r.take_log().emit(&module.source.to_string(), None);
-                Ok((manifest?, write_model?, reach?))
+                Ok((manifest?, write_model?, reach?, admission?))
             })
             .map_err(|error| LoadError::Manifest { source_name: module.source.clone(), error })?;
         module.write_model = write_model;
         let bad_manifest = |problem| LoadError::BadManifest { source_name: module.source.clone(), problem };
         check_manifest(&manifest).map_err(bad_manifest)?;
+        if admission {
+            // Refused rather than run without the webhook its rules rely on.
+            return Err(bad_manifest("admission: this host does not serve admission reviews yet; the module's takes-part must answer false".into()));
+        }
         if let Some(reach) = &reach {
             check_reach(&manifest, reach).map_err(bad_manifest)?;
         }

@@ -5,7 +5,7 @@ use wasmtime::Store;
 use wasmtime::component::{ComponentExportIndex, Instance};
 
 use super::answer::{BoundedText, BoundedTexts, DesiredState, Finalizing, LiftedDesiredState, LiftedFinalizing};
-use super::bindings::exports::wasm_operator::controller::{reach, reconciler as wit, writes};
+use super::bindings::exports::wasm_operator::controller::{admission, reach, reconciler as wit, writes};
 use super::bindings::{Manifest, ObjectRef, ReachManifest, WriteModel};
 use super::call_error::{CallError, CallResult, LogicError, failure};
 use super::call_state::CallState;
@@ -20,6 +20,8 @@ pub struct Reconciler {
     writes: Option<writes::Guest>,
     /// `reach` (1.3), when the module exports it, and its `answer`.
     reach: Option<(reach::Guest, [ComponentExportIndex; 2])>,
+    /// `admission` (1.3), when the module exports it.
+    admission: Option<admission::Guest>,
     instance: Instance,
     desired_export: ComponentExportIndex,
     status_export: ComponentExportIndex,
@@ -32,6 +34,7 @@ pub struct Reconciler {
 pub(super) struct Exported {
     pub(super) writes: Option<writes::Guest>,
     pub(super) reach: Option<(reach::Guest, [ComponentExportIndex; 2])>,
+    pub(super) admission: Option<admission::Guest>,
     pub(super) desired: ComponentExportIndex,
     pub(super) status: ComponentExportIndex,
 }
@@ -56,8 +59,18 @@ impl Reconciler {
         exported: Exported,
         imports_wasi: bool,
     ) -> Self {
-        let Exported { writes, reach, desired, status } = exported;
-        Self { store, guest, writes, reach, instance, desired_export: desired, status_export: status, imports_wasi }
+        let Exported { writes, reach, admission, desired, status } = exported;
+        Self {
+            store,
+            guest,
+            writes,
+            reach,
+            admission,
+            instance,
+            desired_export: desired,
+            status_export: status,
+            imports_wasi,
+        }
     }
 
     /// The store, with a fresh deadline: the timeout is per call, even on an
@@ -120,6 +133,13 @@ impl Reconciler {
     pub fn reach_manifest(&mut self) -> CallResult<Option<ReachManifest>> {
         let Some((reach, _)) = self.reach.clone() else { return Ok(None) };
         self.call(|_, store| reach.call_manifest(store).map(|manifest| Ok::<_, wit::Error>(Some(manifest))))
+    }
+
+    /// Whether the module takes part in admission (`admission`, 1.3); no
+    /// for a module that exports no `admission`.
+    pub fn takes_part_in_admission(&mut self) -> CallResult<bool> {
+        let Some(admission) = self.admission.clone() else { return Ok(false) };
+        self.call(|_, store| admission.call_takes_part(store).map(Ok::<_, wit::Error>))
     }
 
     pub fn references(&mut self, parent: &str) -> CallResult<Vec<ObjectRef>> {

@@ -5,11 +5,11 @@
 use wasmtime::component::{Component, ComponentExportIndex, InstancePre, Linker};
 
 use crate::runtime::bindings;
-use crate::runtime::bindings::exports::wasm_operator::controller::{reach, reconciler as wit, writes};
+use crate::runtime::bindings::exports::wasm_operator::controller::{admission, reach, reconciler as wit, writes};
 use crate::runtime::call_error::{CallResult, failure};
 use crate::runtime::call_state::{CallState, call_store};
 use crate::runtime::compiler::Tier;
-use crate::runtime::contract::{self, CONTRACT_VERSION, Checked, ContractError, REACH, WRITES};
+use crate::runtime::contract::{self, ADMISSION, CONTRACT_VERSION, Checked, ContractError, REACH, WRITES};
 use crate::runtime::reconciler::{Exported, Reconciler};
 use crate::runtime::wasi;
 
@@ -31,6 +31,8 @@ pub(super) struct Code {
     /// `reach` (1.3), when the module exports it, and its `answer` and
     /// `finalize`, called by index for their bounded answers.
     reach: Option<(reach::GuestIndices, [ComponentExportIndex; 2])>,
+    /// `admission` (1.3), when the module exports it.
+    admission: Option<admission::GuestIndices>,
     /// `desired` and `status`, called through [`BoundedTexts`] and
     /// [`BoundedText`] (`answer.rs`) rather than the bindings' own types.
     desired_export: ComponentExportIndex,
@@ -75,6 +77,10 @@ impl Code {
                 Some((indices, [export("answer")?, export("finalize")?]))
             }
         };
+        let admission = match component.get_export_index(None, format!("{ADMISSION}@{CONTRACT_VERSION}").as_str()) {
+            None => None,
+            Some(_) => Some(admission::GuestIndices::new(&instance_pre).map_err(LinkError::Link)?),
+        };
         let export = |name: &str| {
             let interface = component.get_export_index(None, &checked.export);
             component
@@ -82,7 +88,7 @@ impl Code {
                 .ok_or_else(|| LinkError::Link(wasmtime::Error::msg(format!("{} exports no {name}", checked.export))))
         };
         let (desired_export, status_export) = (export("desired")?, export("status")?);
-        Ok((Self { instance_pre, indices, writes, reach, desired_export, status_export, tier }, checked))
+        Ok((Self { instance_pre, indices, writes, reach, admission, desired_export, status_export, tier }, checked))
     }
 
     /// A fresh instance of the reconciler, in its own store.
@@ -100,7 +106,11 @@ impl Code {
             }
             None => None,
         };
-        let exported = Exported { writes, reach, desired: self.desired_export, status: self.status_export };
+        let admission = match &self.admission {
+            Some(indices) => Some(indices.load(&mut store, &instance).map_err(|error| failure(&store, error))?),
+            None => None,
+        };
+        let exported = Exported { writes, reach, admission, desired: self.desired_export, status: self.status_export };
         Ok(Reconciler::new(store, guest, instance, exported, imports_wasi))
     }
 }
