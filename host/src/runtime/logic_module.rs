@@ -329,7 +329,10 @@ impl LogicModule {
         check_manifest(&manifest).map_err(bad_manifest)?;
         if admission {
             // Refused rather than run without the webhook its rules rely on.
-            return Err(bad_manifest("admission: this host does not serve admission reviews yet; the module's takes-part must answer false".into()));
+            return Err(bad_manifest(
+                "admission: this host does not serve admission reviews yet; the module's takes-part must answer false"
+                    .into(),
+            ));
         }
         if let Some(reach) = &reach {
             check_reach(&manifest, reach).map_err(bad_manifest)?;
