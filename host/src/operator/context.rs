@@ -62,6 +62,8 @@ pub struct Context {
     pub(super) timers: WaitingParents,
     /// Parents being deleted whose module is not done finalizing them.
     pub(super) finalizing: WaitingParents,
+    /// The finalizer this module holds on its parents when it finalizes.
+    pub(super) finalizer: String,
     pub(super) status_memo: StatusMemo,
     pub(super) resync_period: Duration,
     /// The parents, as the controller's watch caches them.

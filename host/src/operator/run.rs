@@ -181,6 +181,7 @@ pub async fn run(
             backoff: Backoff::default(),
             timers: WaitingParents::default(),
             finalizing: WaitingParents::default(),
+            finalizer: crate::runtime::contract::finalizer_of(&prepared.name),
             status_memo: StatusMemo::default(),
             resync_period: options.resync_period,
             parents: parent_writer.as_reader(),

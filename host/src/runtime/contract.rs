@@ -108,6 +108,11 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_finalizer_names_the_module_under_the_hosts_domain() {
+        assert_eq!(finalizer_of("greeting"), "wasm-operator.c5c3.io/greeting");
+    }
+
+    #[test]
     fn versions_are_read_from_the_export_name() {
         assert_eq!(major_version("wasm-operator:controller/reconciler@1.0.0"), Some(1));
         assert_eq!(major_version("wasm-operator:controller/reconciler@2.1.0"), Some(2));

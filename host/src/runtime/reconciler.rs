@@ -2,7 +2,7 @@
 //! its answer bounded as it crosses the component boundary.
 
 use wasmtime::Store;
-use wasmtime::component::{ComponentExportIndex, Instance};
+use wasmtime::component::{ComponentExportIndex, ComponentType, Instance, Lift};
 
 use super::answer::{BoundedText, BoundedTexts, DesiredState, Finalizing, LiftedDesiredState, LiftedFinalizing};
 use super::bindings::exports::wasm_operator::controller::{admission, reach, reconciler as wit, writes};
@@ -11,6 +11,11 @@ use super::call_error::{CallError, CallResult, LogicError, failure};
 use super::call_state::CallState;
 use super::engine::DEADLINE_TICKS;
 use super::module_log::ModuleLog;
+
+/// Where `reach`'s `answer` and `finalize` are among its exports called by
+/// index.
+const ANSWER: usize = 0;
+const FINALIZE: usize = 1;
 
 /// One instance of a module's reconciler. Every method is one call.
 pub struct Reconciler {
@@ -171,19 +176,7 @@ impl Reconciler {
         if self.reach.is_none() {
             return self.desired(parent, owned, related).map(DesiredState::objects);
         }
-        self.call(|exports, store| {
-            let Some([index, _]) = exports.reach else {
-                return Err(wasmtime::Error::msg("the module exports no reach"));
-            };
-            let answer = exports
-                .instance
-                .get_typed_func::<(&str, &[String], &[String], &str), (Result<LiftedDesiredState, wit::Error>,)>(
-                    &mut *store,
-                    index,
-                )?;
-            let (answered,) = answer.call(&mut *store, (parent, owned, related, now))?;
-            Ok(answered.map(DesiredState::from))
-        })
+        self.call_reach::<LiftedDesiredState, _>(ANSWER, (parent, owned, related, now))
     }
 
     /// What should still exist while the parent is being deleted (`reach`'s
@@ -195,18 +188,29 @@ impl Reconciler {
         related: &[String],
         now: &str,
     ) -> CallResult<Finalizing> {
+        if self.reach.is_none() {
+            let unsupported = wit::Error::Unsupported("the module exports no reach: it does not finalize".into());
+            return Err(CallError::Logic(unsupported.into()));
+        }
+        self.call_reach::<LiftedFinalizing, _>(FINALIZE, (parent, owned, related, now))
+    }
+
+    /// `reach`'s function `export` (its index among the two the host calls
+    /// by index), its answer lifted as `L` and taken as `T`.
+    fn call_reach<L, T>(&mut self, export: usize, args: (&str, &[String], &[String], &str)) -> CallResult<T>
+    where
+        L: ComponentType + Lift + Send + Sync + 'static,
+        T: From<L> + Send,
+    {
         self.call(|exports, store| {
-            let Some([_, index]) = exports.reach else {
-                return Ok(Err(wit::Error::Unsupported("the module exports no reach: it does not finalize".into())));
+            let Some(index) = exports.reach.map(|indices| &indices[export]) else {
+                return Err(wasmtime::Error::msg("the module exports no reach"));
             };
-            let finalize = exports
+            let function = exports
                 .instance
-                .get_typed_func::<(&str, &[String], &[String], &str), (Result<LiftedFinalizing, wit::Error>,)>(
-                    &mut *store,
-                    index,
-                )?;
-            let (answered,) = finalize.call(&mut *store, (parent, owned, related, now))?;
-            Ok(answered.map(Finalizing::from))
+                .get_typed_func::<(&str, &[String], &[String], &str), (Result<L, wit::Error>,)>(&mut *store, index)?;
+            let (answered,) = function.call(&mut *store, args)?;
+            Ok(answered.map(T::from))
         })
     }
 

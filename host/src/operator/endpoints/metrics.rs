@@ -406,14 +406,17 @@ impl ModuleMetrics {
         self.metrics.reconcile_steps.get_or_create(&labels).inc();
     }
 
-    /// How many parents have a timer now.
-    pub fn timers(&self, count: usize) {
+    /// How many parents have a timer now, when that changed.
+    pub fn timers(&self, count: Option<usize>) {
+        let Some(count) = count else { return };
         let labels = NameLabels { module: self.module.clone() };
         self.metrics.parent_timers.get_or_create(&labels).set(i64::try_from(count).unwrap_or(i64::MAX));
     }
 
-    /// How many parents being deleted wait on the module's finalizing.
-    pub fn finalizing(&self, count: usize) {
+    /// How many parents being deleted wait on the module's finalizing,
+    /// when that changed.
+    pub fn finalizing(&self, count: Option<usize>) {
+        let Some(count) = count else { return };
         let labels = NameLabels { module: self.module.clone() };
         self.metrics.parents_finalizing.get_or_create(&labels).set(i64::try_from(count).unwrap_or(i64::MAX));
     }

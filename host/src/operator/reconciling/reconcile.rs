@@ -119,14 +119,14 @@ async fn reconcile_parent(parent: &CachedObject, ctx: &Context, serving: &Servin
     let name = parent.meta().name.as_deref().unwrap_or_default();
     let parent_key = (namespace.to_owned(), name.to_owned());
     let deleting = parent.meta().deletion_timestamp.is_some();
-    let finalizer = finalizer::finalizer_of(&ctx.module_name);
-    let finalizes = module.reach().is_some_and(|reach| reach.finalizes);
-    let held = finalizer::holds(parent, &finalizer);
+    let finalizer = ctx.finalizer.as_str();
+    let finalizes = module.finalizes();
+    let held = finalizer::holds(parent, finalizer);
     if deleting && !(finalizes && held) {
         // The garbage collector removes the children; nothing to write. A
         // finalizer this version no longer wants lets the parent go.
         if held {
-            finalizer::remove(ctx, parent, &finalizer).await?;
+            finalizer::remove(ctx, parent, finalizer).await?;
         }
         ctx.forget(&parent_key);
         return Ok(Verdict::Deleting);
@@ -135,9 +135,9 @@ async fn reconcile_parent(parent: &CachedObject, ctx: &Context, serving: &Servin
         // Before the first write, so that no child is made without it; or
         // the version serving no longer finalizes.
         if finalizes {
-            finalizer::add(ctx, parent, &finalizer).await?;
+            finalizer::add(ctx, parent, finalizer).await?;
         } else {
-            finalizer::remove(ctx, parent, &finalizer).await?;
+            finalizer::remove(ctx, parent, finalizer).await?;
         }
     }
     // A step when every write of the reconcile before has landed.
@@ -216,7 +216,7 @@ async fn reconcile_parent(parent: &CachedObject, ctx: &Context, serving: &Servin
             next_step(ctx, &parent_key, &regarding, step, &written).await;
             match plan.done {
                 Some(true) => {
-                    finalizer::remove(ctx, parent, &finalizer).await?;
+                    finalizer::remove(ctx, parent, finalizer).await?;
                     ctx.forget(&parent_key);
                     Ok(Verdict::Deleting)
                 }

@@ -18,23 +18,20 @@ pub struct WaitingParents {
 
 impl WaitingParents {
     /// Whether `parent` waits now (its last answer asked for a timer; its
-    /// module is not done finalizing it). Answers how many parents wait.
-    pub fn set(&self, parent: &ParentKey, waits: bool) -> usize {
+    /// module is not done finalizing it). Answers how many parents wait
+    /// when that changed the count, so the metric is set only then (most
+    /// reconciles, of modules with no timers, change nothing).
+    pub fn set(&self, parent: &ParentKey, waits: bool) -> Option<usize> {
         let mut parents = self.parents.lock().unwrap_or_else(PoisonError::into_inner);
-        if waits {
-            parents.insert(parent.clone());
-        } else {
-            parents.remove(parent);
-        }
-        parents.len()
+        let changed =
+            if waits { !parents.contains(parent) && parents.insert(parent.clone()) } else { parents.remove(parent) };
+        changed.then_some(parents.len())
     }
 
     /// The parent is gone, or (for a timer) its reconcile failed: its retry
-    /// is the next reconcile. Answers how many parents wait.
-    pub fn forget(&self, parent: &ParentKey) -> usize {
-        let mut parents = self.parents.lock().unwrap_or_else(PoisonError::into_inner);
-        parents.remove(parent);
-        parents.len()
+    /// is the next reconcile. As [`Self::set`] to not waiting.
+    pub fn forget(&self, parent: &ParentKey) -> Option<usize> {
+        self.set(parent, false)
     }
 }
 
@@ -53,12 +50,12 @@ mod tests {
     fn one_entry_per_parent_each_answer_replacing_the_last() {
         let timers = WaitingParents::default();
         let (a, b) = (("ns".to_owned(), "a".to_owned()), ("ns".to_owned(), "b".to_owned()));
-        assert_eq!(timers.set(&a, true), 1);
-        assert_eq!(timers.set(&a, true), 1);
-        assert_eq!(timers.set(&b, true), 2);
-        assert_eq!(timers.set(&a, false), 1);
-        assert_eq!(timers.forget(&b), 0);
-        assert_eq!(timers.forget(&b), 0);
+        assert_eq!(timers.set(&a, true), Some(1));
+        assert_eq!(timers.set(&a, true), None, "no change");
+        assert_eq!(timers.set(&b, true), Some(2));
+        assert_eq!(timers.set(&a, false), Some(1));
+        assert_eq!(timers.forget(&b), Some(0));
+        assert_eq!(timers.forget(&b), None);
     }
 
     #[test]

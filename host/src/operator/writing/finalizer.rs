@@ -13,7 +13,6 @@ use serde_json::json;
 use crate::operator::context::Context;
 use crate::operator::errors::ReconcileError;
 use crate::operator::watching::cached_object::CachedObject;
-pub use crate::runtime::contract::finalizer_of;
 
 /// Whether `parent` carries `finalizer`.
 pub fn holds(parent: &CachedObject, finalizer: &str) -> bool {
@@ -46,14 +45,4 @@ async fn patch(ctx: &Context, parent: &CachedObject, finalizers: Vec<String>) ->
         name,
         source: Box::new(source),
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_finalizer_names_the_module_under_the_hosts_domain() {
-        assert_eq!(finalizer_of("greeting"), "wasm-operator.c5c3.io/greeting");
-    }
 }
