@@ -1,8 +1,9 @@
 //! The `hostile` build: the real Greeting module, except that a message
 //! `hostile:<answer>` makes `desired` or `status` answer what the host must
-//! refuse (tests/hostile.rs). It exports the contract itself, beside the
-//! SDK's export (`export_reconciler!`), because the SDK would not build
-//! these answers: every other message goes to the SDK as usual.
+//! refuse (tests/hostile.rs), through `desired` and through `reach`'s
+//! `answer` alike. It exports the contract itself, beside the SDK's export
+//! (`export_reconciler!`), because the SDK would not build these answers:
+//! every other message goes to the SDK as usual.
 //!
 //! Invalid UTF-8 cannot be a Rust `String`, and the contract's `string` is
 //! what wit-bindgen lowers: the module hands wit-bindgen a `String` made
@@ -141,6 +142,54 @@ impl sdk::Guest for Export {
 impl sdk::WritesGuest for Export {
     fn model() -> sdk::WitWriteModel {
         sdk::write_model::<Greetings>()
+    }
+}
+
+// Contract 1.3: the host asks `answer` where the module exports `reach`,
+// so the hostile answers come through it as well as through `desired`.
+impl sdk::ReachGuest for Export {
+    fn manifest() -> sdk::WitReachManifest {
+        sdk::reach_manifest::<Greetings>()
+    }
+
+    fn selections(_parent: String) -> Result<Vec<sdk::WitSelection>, sdk::WitError> {
+        Ok(Vec::new())
+    }
+
+    fn answer(
+        parent: String,
+        owned: Vec<String>,
+        related: Vec<String>,
+        now: String,
+    ) -> Result<sdk::WitDesiredState, sdk::WitError> {
+        match hostile(&parent) {
+            Some((answer, parent)) => Ok(sdk::WitDesiredState {
+                objects: desired_answer(&answer, &parent),
+                again_after_ms: None,
+                parent_labels: Vec::new(),
+                parent_annotations: Vec::new(),
+            }),
+            None => sdk::answer::<Greetings>(&parent, &owned, &related, &now),
+        }
+    }
+
+    fn finalize(
+        parent: String,
+        owned: Vec<String>,
+        related: Vec<String>,
+        now: String,
+    ) -> Result<sdk::WitFinalizing, sdk::WitError> {
+        sdk::finalize::<Greetings>(&parent, &owned, &related, &now)
+    }
+}
+
+impl sdk::AdmissionGuest for Export {
+    fn takes_part() -> bool {
+        false
+    }
+
+    fn review(_parent: String, _old: Option<String>, _operation: sdk::WitOperation) -> Result<Vec<String>, sdk::WitError> {
+        Err(sdk::unsupported("takes no part in admission"))
     }
 }
 
