@@ -188,7 +188,11 @@ impl sdk::AdmissionGuest for Export {
         false
     }
 
-    fn review(_parent: String, _old: Option<String>, _operation: sdk::WitOperation) -> Result<Vec<String>, sdk::WitError> {
+    fn review(
+        _parent: String,
+        _old: Option<String>,
+        _operation: sdk::WitOperation,
+    ) -> Result<Vec<String>, sdk::WitError> {
         Err(sdk::unsupported("takes no part in admission"))
     }
 }
